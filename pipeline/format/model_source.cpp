@@ -1,0 +1,149 @@
+#include "pipeline/format/model_source.h"
+
+#include <sys/stat.h>
+
+#include <sstream>
+
+#include "pipeline/format/gguf_file.h"
+
+namespace troupe {
+namespace {
+
+std::string ShapeString(const std::vector<int64_t>& s) {
+  std::ostringstream o;
+  o << "[";
+  for (size_t i = 0; i < s.size(); ++i) o << (i ? ", " : "") << s[i];
+  o << "]";
+  return o.str();
+}
+
+class GgufModelSource final : public ModelSource {
+ public:
+  static Result<std::unique_ptr<ModelSource>> Open(const std::string& path) {
+    TROUPE_ASSIGN_OR_RETURN(auto file, GgufFile::Open(path));
+    std::unique_ptr<GgufModelSource> src(new GgufModelSource());
+    TROUPE_ASSIGN_OR_RETURN(src->config_, ModelConfigFromGguf(*file));
+    TROUPE_ASSIGN_OR_RETURN(src->spec_, TokenizerSpecFromGguf(*file));
+    if (src->config_.vocab != static_cast<int64_t>(src->spec_.tokens.size()))
+      return Status::Corrupt(path + ": the vocabulary has " + std::to_string(src->spec_.tokens.size()) +
+                             " tokens but the model expects " + std::to_string(src->config_.vocab));
+    src->path_ = path;
+    std::ostringstream fp;
+    const ModelConfig& c = src->config_;
+    fp << c.architecture << "-L" << c.n_layers << "-H" << c.hidden << "-V" << c.vocab << "-T"
+       << file->tensors().size();
+    uint64_t h = 1469598103934665603ull;  // FNV-1a over tensor names, types and first bytes
+    for (const auto& t : file->tensors()) {
+      for (char ch : t.name) h = (h ^ static_cast<uint8_t>(ch)) * 1099511628211ull;
+      h = (h ^ static_cast<uint32_t>(t.type)) * 1099511628211ull;
+      for (size_t i = 0; i < std::min<size_t>(t.n_bytes, 64); ++i) h = (h ^ t.data[i]) * 1099511628211ull;
+    }
+    fp << "-" << std::hex << h;
+    src->fingerprint_ = fp.str();
+    src->file_ = std::move(file);
+    return std::unique_ptr<ModelSource>(std::move(src));
+  }
+
+  const std::string& path() const override { return path_; }
+  const ModelConfig& config() const override { return config_; }
+  const TokenizerSpec& tokenizer_spec() const override { return spec_; }
+  const TensorView* Find(const std::string& name) const override { return file_->FindTensor(name); }
+  std::string fingerprint() const override { return fingerprint_; }
+
+ private:
+  std::string path_;
+  std::unique_ptr<GgufFile> file_;
+  ModelConfig config_;
+  TokenizerSpec spec_;
+  std::string fingerprint_;
+};
+
+}  // namespace
+
+Result<const TensorView*> ModelSource::Require(const std::string& name, const std::vector<int64_t>& shape) const {
+  const TensorView* t = Find(name);
+  if (!t) return Status::NotFound(path() + ": tensor '" + name + "' is missing");
+  if (t->shape != shape)
+    return Status::InvalidArgument(path() + ": tensor '" + name + "' has shape " + ShapeString(t->shape) +
+                                   ", expected " + ShapeString(shape));
+  return t;
+}
+
+Result<ModelConfig> ModelConfigFromGguf(const GgufFile& f) {
+  ModelConfig c;
+  TROUPE_ASSIGN_OR_RETURN(c.architecture, f.GetString("general.architecture"));
+  const std::string& a = c.architecture;
+  if (a != "llama" && a != "mistral" && a != "qwen2")
+    return Status::Unsupported(f.path() + ": architecture '" + a +
+                               "' is not supported (Troupe runs Llama-family models: llama, mistral, qwen2)");
+  if (auto n = f.GetString("general.name"); n.ok()) c.name = n.value();
+  TROUPE_ASSIGN_OR_RETURN(c.n_layers, f.GetInt(a + ".block_count"));
+  TROUPE_ASSIGN_OR_RETURN(c.hidden, f.GetInt(a + ".embedding_length"));
+  TROUPE_ASSIGN_OR_RETURN(c.n_heads, f.GetInt(a + ".attention.head_count"));
+  c.n_kv_heads = c.n_heads;
+  if (auto kv = f.GetInt(a + ".attention.head_count_kv"); kv.ok()) c.n_kv_heads = kv.value();
+  TROUPE_ASSIGN_OR_RETURN(c.intermediate, f.GetInt(a + ".feed_forward_length"));
+  TROUPE_ASSIGN_OR_RETURN(c.max_positions, f.GetInt(a + ".context_length"));
+  c.head_dim = c.n_heads > 0 ? c.hidden / c.n_heads : 0;
+  if (auto kl = f.GetInt(a + ".attention.key_length"); kl.ok()) c.head_dim = kl.value();
+  if (auto eps = f.GetFloat(a + ".attention.layer_norm_rms_epsilon"); eps.ok()) c.rms_eps = static_cast<float>(eps.value());
+  if (auto th = f.GetFloat(a + ".rope.freq_base"); th.ok()) c.rope_theta = static_cast<float>(th.value());
+  if (auto st = f.GetString(a + ".rope.scaling.type"); st.ok() && st.value() != "none") {
+    return Status::Unsupported(f.path() + ": rope scaling type '" + st.value() + "' is not supported");
+  }
+  // llama.cpp's converter keeps q/k of llama/mistral permuted (adjacent-pair
+  // rotation); qwen2 is stored unpermuted and rotates halves (NeoX style).
+  c.rope_style = a == "qwen2" ? RopeStyle::kHalves : RopeStyle::kAdjacentPairs;
+  c.qkv_bias = f.FindTensor("blk.0.attn_q.bias") != nullptr;
+  const TensorView* emb = f.FindTensor("token_embd.weight");
+  if (!emb) return Status::NotFound(f.path() + ": tensor 'token_embd.weight' is missing");
+  if (emb->shape.size() != 2 || emb->shape[1] != c.hidden)
+    return Status::Corrupt(f.path() + ": token_embd.weight does not have the model width " + std::to_string(c.hidden));
+  c.vocab = emb->shape[0];
+  c.tied_embeddings = f.FindTensor("output.weight") == nullptr;
+  if (std::string why = c.Validate(); !why.empty()) return Status::Corrupt(f.path() + ": " + why);
+  return c;
+}
+
+Result<TokenizerSpec> TokenizerSpecFromGguf(const GgufFile& f) {
+  TokenizerSpec s;
+  TROUPE_ASSIGN_OR_RETURN(s.model, f.GetString("tokenizer.ggml.model"));
+  if (auto pre = f.GetString("tokenizer.ggml.pre"); pre.ok()) s.pre = pre.value();
+  TROUPE_ASSIGN_OR_RETURN(s.tokens, f.GetStringArray("tokenizer.ggml.tokens"));
+  s.token_types.assign(s.tokens.size(), TokenType::kNormal);
+  if (f.Find("tokenizer.ggml.token_type")) {
+    TROUPE_ASSIGN_OR_RETURN(auto types, f.GetIntArray("tokenizer.ggml.token_type"));
+    if (types.size() != s.tokens.size())
+      return Status::Corrupt(f.path() + ": tokenizer.ggml.token_type has " + std::to_string(types.size()) +
+                             " entries for " + std::to_string(s.tokens.size()) + " tokens");
+    for (size_t i = 0; i < types.size(); ++i) s.token_types[i] = static_cast<TokenType>(types[i]);
+  }
+  if (f.Find("tokenizer.ggml.merges")) {
+    TROUPE_ASSIGN_OR_RETURN(s.merges, f.GetStringArray("tokenizer.ggml.merges"));
+  }
+  auto id = [&](const char* key, int32_t* out) -> Status {
+    if (!f.Find(key)) return Status::Ok();
+    TROUPE_ASSIGN_OR_RETURN(int64_t v, f.GetInt(key));
+    if (v < 0 || v >= static_cast<int64_t>(s.tokens.size()))
+      return Status::Corrupt(f.path() + ": " + key + " = " + std::to_string(v) + " is not a token id");
+    *out = static_cast<int32_t>(v);
+    return Status::Ok();
+  };
+  TROUPE_RETURN_IF_ERROR(id("tokenizer.ggml.bos_token_id", &s.bos_id));
+  TROUPE_RETURN_IF_ERROR(id("tokenizer.ggml.eos_token_id", &s.eos_id));
+  TROUPE_RETURN_IF_ERROR(id("tokenizer.ggml.eot_token_id", &s.eot_id));
+  TROUPE_RETURN_IF_ERROR(id("tokenizer.ggml.padding_token_id", &s.pad_id));
+  if (auto add = f.GetBool("tokenizer.ggml.add_bos_token"); add.ok()) s.add_bos = add.value();
+  if (auto tmpl = f.GetString("tokenizer.chat_template"); tmpl.ok()) s.chat_template = tmpl.value();
+  return s;
+}
+
+Result<std::unique_ptr<ModelSource>> ModelSource::Open(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return Status::NotFound(path + ": no such file or folder");
+  if (S_ISDIR(st.st_mode))
+    return Status::Unsupported(path + ": Hugging Face folders are not wired in yet");
+  return GgufModelSource::Open(path);
+}
+
+}  // namespace troupe

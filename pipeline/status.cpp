@@ -1,0 +1,24 @@
+#include "pipeline/status.h"
+
+namespace troupe {
+
+const char* status_code_name(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return "OK";
+    case StatusCode::kInvalidArgument: return "INVALID_ARGUMENT";
+    case StatusCode::kNotFound: return "NOT_FOUND";
+    case StatusCode::kCorrupt: return "CORRUPT";
+    case StatusCode::kUnsupported: return "UNSUPPORTED";
+    case StatusCode::kIoError: return "IO_ERROR";
+    case StatusCode::kOutOfRange: return "OUT_OF_RANGE";
+    case StatusCode::kInternal: return "INTERNAL";
+  }
+  return "UNKNOWN";
+}
+
+std::string Status::ToString() const {
+  if (ok()) return "OK";
+  return std::string(status_code_name(code_)) + ": " + message_;
+}
+
+}  // namespace troupe

@@ -1,0 +1,92 @@
+// Status and Result<T>: errors as values for everything under pipeline/.
+//
+// A Status is either ok() or carries a code and a message that names the
+// problem (and, for files, the file). Result<T> holds a T or a non-ok Status.
+// Neither throws; callers test ok() and pass failures up unchanged.
+#pragma once
+
+#include <cassert>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace troupe {
+
+enum class StatusCode {
+  kOk = 0,
+  kInvalidArgument,  // the caller passed something unusable
+  kNotFound,         // a file, tensor, key or token that is not there
+  kCorrupt,          // a file or message whose bytes contradict its format
+  kUnsupported,      // well-formed but outside what Troupe implements
+  kIoError,          // the operating system refused (open, mmap, read)
+  kOutOfRange,       // a capacity or position limit was passed
+  kInternal,         // a bug or an exception from a library below us
+};
+
+const char* status_code_name(StatusCode code);
+
+class [[nodiscard]] Status {
+ public:
+  Status() = default;
+  Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+
+  static Status Ok() { return {}; }
+  static Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+  static Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
+  static Status Corrupt(std::string m) { return {StatusCode::kCorrupt, std::move(m)}; }
+  static Status Unsupported(std::string m) { return {StatusCode::kUnsupported, std::move(m)}; }
+  static Status IoError(std::string m) { return {StatusCode::kIoError, std::move(m)}; }
+  static Status OutOfRange(std::string m) { return {StatusCode::kOutOfRange, std::move(m)}; }
+  static Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+
+  bool ok() const { return code_ == StatusCode::kOk; }
+  StatusCode code() const { return code_; }
+  const std::string& message() const { return message_; }
+  // "CORRUPT: model.gguf: tensor 'x' data runs past the end of the file"
+  std::string ToString() const;
+
+ private:
+  StatusCode code_ = StatusCode::kOk;
+  std::string message_;
+};
+
+template <class T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : v_(std::move(value)) {}                // NOLINT: implicit by design
+  Result(Status status) : v_(std::move(status)) { assert(!std::get<Status>(v_).ok()); }  // NOLINT
+
+  bool ok() const { return std::holds_alternative<T>(v_); }
+  const Status& status() const {
+    static const Status kOk;
+    return ok() ? kOk : std::get<Status>(v_);
+  }
+  T& value() & { return std::get<T>(v_); }
+  const T& value() const& { return std::get<T>(v_); }
+  T&& value() && { return std::get<T>(std::move(v_)); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+  T& operator*() & { return value(); }
+
+ private:
+  std::variant<T, Status> v_;
+};
+
+}  // namespace troupe
+
+// Returns early from the enclosing function when `expr` (a Status) is not ok.
+#define TROUPE_RETURN_IF_ERROR(expr)         \
+  do {                                       \
+    ::troupe::Status _st = (expr);           \
+    if (!_st.ok()) return _st;               \
+  } while (0)
+
+#define TROUPE_CONCAT_INNER(a, b) a##b
+#define TROUPE_CONCAT(a, b) TROUPE_CONCAT_INNER(a, b)
+// `TROUPE_ASSIGN_OR_RETURN(auto x, MakeX());` — unwraps a Result or returns its Status.
+#define TROUPE_ASSIGN_OR_RETURN(decl, expr) \
+  TROUPE_ASSIGN_OR_RETURN_IMPL(TROUPE_CONCAT(_res_, __LINE__), decl, expr)
+#define TROUPE_ASSIGN_OR_RETURN_IMPL(tmp, decl, expr) \
+  auto tmp = (expr);                                  \
+  if (!tmp.ok()) return tmp.status();                 \
+  decl = std::move(tmp).value()
