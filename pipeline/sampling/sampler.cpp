@@ -1,0 +1,108 @@
+#include "pipeline/sampling/sampler.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "pipeline/sampling/counter_rng.h"
+
+namespace troupe {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+constexpr float kMaxFloat = std::numeric_limits<float>::max();
+
+// NaN -> -inf (impossible), +inf -> the largest float (certain, but still
+// comparable and safe to subtract).
+float Sanitize(float logit) {
+  if (std::isnan(logit)) return kNegInf;
+  return std::min(logit, kMaxFloat);
+}
+
+}  // namespace
+
+Sampler::Sampler(SamplingParams params, std::vector<int32_t> eog_ids)
+    : params_(std::move(params)), eog_ids_(std::move(eog_ids)) {
+  assert(params_.Validate().ok());
+  std::sort(eog_ids_.begin(), eog_ids_.end());
+  eog_ids_.erase(std::unique(eog_ids_.begin(), eog_ids_.end()), eog_ids_.end());
+}
+
+Result<Sampler> Sampler::Create(SamplingParams params, std::vector<int32_t> eog_ids) {
+  TROUPE_RETURN_IF_ERROR(params.Validate());
+  return Sampler(std::move(params), std::move(eog_ids));
+}
+
+bool Sampler::IsEndOfGeneration(int32_t token) const {
+  return std::binary_search(eog_ids_.begin(), eog_ids_.end(), token);
+}
+
+int32_t Sampler::Sample(const float* logits, int64_t vocab, int64_t step,
+                        const std::vector<int32_t>& history) {
+  if (logits == nullptr || vocab < 1 || vocab > std::numeric_limits<int32_t>::max()) return -1;
+
+  LoadCandidates(logits, vocab, history);
+  if (step < params_.min_tokens) MaskEndOfGeneration();
+  if (params_.greedy()) return ArgmaxId(cands_);
+
+  // Impossible tokens leave the list; if none is possible, fall back to argmax
+  // (the lowest id, as every logit is -inf).
+  auto end = std::remove_if(cands_.begin(), cands_.end(),
+                            [](const Candidate& c) { return c.logit == kNegInf; });
+  if (end == cands_.begin()) return ArgmaxId(cands_);
+  cands_.resize(static_cast<size_t>(end - cands_.begin()));
+
+  KeepTopK(params_.top_k, &cands_);
+  KeepTopP(params_.top_p, &cands_);
+  KeepMinP(params_.min_p, &cands_);
+  KeepTopA(params_.top_a, &cands_);
+  OrderById(vocab);
+  ApplyTemperature(params_.temperature, &cands_);
+  Softmax(&cands_);
+  return DrawId(cands_, UniformAt(params_.seed, static_cast<uint64_t>(step)));
+}
+
+void Sampler::LoadCandidates(const float* logits, int64_t vocab,
+                             const std::vector<int32_t>& history) {
+  cands_.resize(static_cast<size_t>(vocab));
+  for (int32_t i = 0; i < static_cast<int32_t>(vocab); ++i) {
+    cands_[static_cast<size_t>(i)] = Candidate{i, Sanitize(logits[i]), 0.0f};
+  }
+  if (params_.repeat_penalty != 1.0f && params_.repeat_last_n != 0) {
+    RecentDistinctIds(history, params_.repeat_last_n, &recent_);
+    ApplyRepetitionPenalty(recent_, params_.repeat_penalty, &cands_);
+  }
+}
+
+void Sampler::MaskEndOfGeneration() {
+  const int64_t vocab = static_cast<int64_t>(cands_.size());
+  bool other_possible = false;
+  for (int32_t i = 0; i < static_cast<int32_t>(vocab) && !other_possible; ++i) {
+    other_possible = cands_[static_cast<size_t>(i)].logit != kNegInf && !IsEndOfGeneration(i);
+  }
+  if (!other_possible) return;  // masking would leave nothing to sample
+  for (int32_t id : eog_ids_) {
+    if (id >= 0 && id < vocab) cands_[static_cast<size_t>(id)].logit = kNegInf;
+  }
+}
+
+void Sampler::OrderById(int64_t vocab) {
+  auto by_id = [](const Candidate& a, const Candidate& b) { return a.id < b.id; };
+  if (std::is_sorted(cands_.begin(), cands_.end(), by_id)) return;
+  if (static_cast<int64_t>(cands_.size()) * 32 < vocab) {
+    std::sort(cands_.begin(), cands_.end(), by_id);
+    return;
+  }
+  // Many survivors: scatter by id (NaN marks a dropped token), then gather.
+  by_id_.assign(static_cast<size_t>(vocab), std::numeric_limits<float>::quiet_NaN());
+  for (const Candidate& c : cands_) by_id_[static_cast<size_t>(c.id)] = c.logit;
+  cands_.clear();
+  for (int32_t i = 0; i < static_cast<int32_t>(vocab); ++i) {
+    const float logit = by_id_[static_cast<size_t>(i)];
+    if (!std::isnan(logit)) cands_.push_back(Candidate{i, logit, 0.0f});
+  }
+}
+
+}  // namespace troupe

@@ -1,0 +1,53 @@
+// SamplingParams: how one session turns logits into tokens, and when it stops.
+//
+// Plain data, copied freely; safe to share read-only between threads. Every
+// "off" value below is the default, so a default-constructed SamplingParams is
+// greedy decoding with no filters and no penalty. Validate() names the first
+// bad field; a Sampler must only be built from params that validate.
+//
+// Decisions (documented once, here):
+//  * temperature <= 0 means greedy, including negative values (llama.cpp does
+//    the same); NaN or infinite temperature is an error.
+//  * top_a >= 0, finite (top-a is not in llama.cpp; its definition follows
+//    KoboldAI, see candidate_filters.h).
+//  * repeat_last_n: 0 disables the penalty, -1 means the whole history
+//    (llama.cpp's "context size"); below -1 is an error.
+//  * max_tokens is enforced by the session loop, not the Sampler; it must be
+//    >= 1. min_tokens > max_tokens is allowed (no end-of-generation token is
+//    ever sampled and generation ends at max_tokens).
+//  * Stop strings are matched on decoded text (StopMatcher); an empty stop
+//    string is an error because it would match before any text.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pipeline/status.h"
+
+namespace troupe {
+
+struct SamplingParams {
+  float temperature = 0.0f;    // <= 0: greedy (argmax, ties to the lowest id)
+  int32_t top_k = 0;           // keep the k highest logits; 0 = off
+  float top_p = 1.0f;          // nucleus, in (0, 1]; 1 = off
+  float min_p = 0.0f;          // keep p >= min_p * p_max, in [0, 1]; 0 = off
+  float top_a = 0.0f;          // keep p >= top_a * p_max^2, >= 0; 0 = off
+  float repeat_penalty = 1.0f;  // > 0; 1 = off
+  int32_t repeat_last_n = 64;  // window over prompt + generated; 0 off, -1 all
+  int32_t min_tokens = 0;      // no end-of-generation token before this many
+  int32_t max_tokens = 256;    // new tokens at most (enforced by the caller)
+  // Randomness is a pure function of (seed, step). Sessions that should not
+  // share draws need distinct seeds: when the client gives none, the
+  // scheduler derives one from the session (e.g. Mix64 of its id).
+  uint64_t seed = 0;
+  std::vector<std::string> stop;  // stop strings, matched on decoded text
+
+  // Ok, or InvalidArgument naming the first bad field and its value, e.g.
+  // "SamplingParams.top_p = 1.5: must be in (0, 1]".
+  Status Validate() const;
+
+  bool greedy() const { return !(temperature > 0.0f); }
+};
+
+}  // namespace troupe
