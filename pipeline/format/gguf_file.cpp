@@ -9,6 +9,10 @@ namespace {
 constexpr uint32_t kMagic = 0x46554747;  // "GGUF" little-endian
 constexpr uint32_t kMaxDims = 4;
 constexpr int kMaxNesting = 4;
+// Every metadata value costs a GgufValue in memory (~100 bytes) however small
+// it is on disk; cap the total so a small hostile file cannot demand gigabytes.
+// Real vocabularies are far below this (Llama-3: 128k tokens + 280k merges).
+constexpr uint64_t kMaxMetadataValues = uint64_t{1} << 23;
 
 // Bounds-checked little-endian cursor over the mapping. Every read checks the
 // remaining length first; a failed read leaves a message in `error`.
@@ -39,6 +43,7 @@ class Cursor {
     return false;
   }
   std::string error;
+  uint64_t values_left = kMaxMetadataValues;
 
  private:
   const uint8_t* data_;
@@ -107,6 +112,9 @@ bool ReadValue(Cursor& c, GgufValueType type, GgufValue* v, int depth) {
       v->elem_type = static_cast<GgufValueType>(et);
       if (n > c.remaining() / MinEncodedSize(v->elem_type))
         return c.Fail("array of " + std::to_string(n) + " elements is larger than the file");
+      if (n > c.values_left)
+        return c.Fail("metadata holds more than " + std::to_string(kMaxMetadataValues) + " values in all");
+      c.values_left -= n;
       v->items.resize(n);
       for (uint64_t k = 0; k < n; ++k)
         if (!ReadValue(c, v->elem_type, &v->items[k], depth + 1)) return false;
@@ -187,9 +195,10 @@ Result<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path) {
     uint64_t numel = 1;
     for (uint32_t d = 0; d < n_dims; ++d) {
       if (!c.Read(&dims[d], "a tensor dimension")) return corrupt(c.error);
-      if (dims[d] == 0 || dims[d] > (uint64_t{1} << 40) || MulOverflows(numel, dims[d], &numel) ||
-          numel > (uint64_t{1} << 48))
-        return corrupt("tensor '" + tv.name + "' has an invalid dimension " + std::to_string(dims[d]));
+      if (dims[d] == 0) return corrupt("tensor '" + tv.name + "' has a zero dimension");
+      if (dims[d] > (uint64_t{1} << 40) || MulOverflows(numel, dims[d], &numel) || numel > (uint64_t{1} << 48))
+        return corrupt("tensor '" + tv.name + "' has too many elements (dimension " + std::to_string(dims[d]) +
+                       " makes the product of its dimensions overflow)");
     }
     if (!c.Read(&type, "a tensor type") || !c.Read(&raw[t].offset, "a tensor offset")) return corrupt(c.error);
     if (!ggml_type_supported(type))

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Builds the parser and kernel tests with AddressSanitizer + UBSan in their own
+# build folder (build-asan, no libtorch) and runs them. Any sanitizer report,
+# leak or failing test makes the script exit non-zero.
+#
+#   scripts/asan.sh                           # format_test and the other non-torch suites
+#   JOBS=1 scripts/asan.sh                    # build parallelism (default 2)
+#   scripts/asan.sh --gtest_filter='Gguf*'    # extra arguments go to every test binary
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+BUILD="$ROOT/build-asan"
+JOBS=${JOBS:-2}
+
+log() { printf '\033[1m[asan]\033[0m %s\n' "$*" >&2; }
+
+# format_test is required; the others run when their suites exist.
+REQUIRED=(format_test)
+OPTIONAL=(quant_test text_test sampling_test)
+
+log "configuring $BUILD"
+cmake -S "$ROOT" -B "$BUILD" -G Ninja -DTROUPE_ASAN=ON -DTROUPE_WITH_TORCH=OFF >/dev/null
+
+available=$(ninja -C "$BUILD" -t targets all | sed -n 's/^\([A-Za-z0-9_]*_test\): .*/\1/p')
+targets=("${REQUIRED[@]}")
+for t in "${OPTIONAL[@]}"; do
+  if grep -qx "$t" <<<"$available"; then targets+=("$t"); else log "skipping $t (no tests yet)"; fi
+done
+for t in "${REQUIRED[@]}"; do
+  grep -qx "$t" <<<"$available" || { log "$t is not a target of $BUILD"; exit 1; }
+done
+
+log "building ${targets[*]} (-j$JOBS)"
+ninja -C "$BUILD" -j"$JOBS" "${targets[@]}"
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+failed=()
+for t in "${targets[@]}"; do
+  log "running $t"
+  if ! "$BUILD/bin/$t" --gtest_brief=1 "$@"; then failed+=("$t"); fi
+done
+
+if ((${#failed[@]})); then
+  log "FAILED: ${failed[*]}"
+  exit 1
+fi
+log "all passed: ${targets[*]}"
