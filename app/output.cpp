@@ -1,0 +1,68 @@
+#include "app/output.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <iostream>
+
+namespace troupe::app {
+namespace {
+
+std::string Dump(const nlohmann::json& j) {
+  // Token text can end in a partial UTF-8 sequence at the very end of a reply.
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
+double PeakRssMb() {
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_maxrss) / 1024.0;
+}
+
+void TokenPrinter::Token(const TokenEvent& ev) {
+  if (!json_) {
+    std::cout << ev.text << std::flush;
+    return;
+  }
+  if (ev.end_of_generation && ev.text.empty()) return;  // the end marker itself is not part of the answer
+  std::cout << Dump({{"token", ev.id}, {"text", ev.text}}) << "\n" << std::flush;
+}
+
+void TokenPrinter::Done(const GenerateStats& s) {
+  if (!json_) {
+    std::cout << std::endl;
+    return;
+  }
+  const double decode_steps = static_cast<double>(s.decode_steps);
+  nlohmann::json j = {
+      {"done", true},
+      {"prompt_tokens", s.prompt_tokens},
+      {"generated_tokens", s.generated_tokens},
+      {"prefill_tokens_per_s", s.prefill_seconds > 0 ? s.prompt_tokens / s.prefill_seconds : 0.0},
+      {"decode_tokens_per_s", s.decode_seconds > 0 ? decode_steps / s.decode_seconds : 0.0},
+      {"peak_rss_mb", PeakRssMb()},
+      {"finish_reason", finish_reason_name(s.finish)},
+  };
+  std::cout << Dump(j) << "\n" << std::flush;
+}
+
+Result<std::unique_ptr<Engine>> LoadEngineWithProgress(const std::string& path, ModelOptions options) {
+  if (::isatty(STDERR_FILENO)) {
+    options.progress = [](double fraction) {
+      const int width = 40;
+      const int filled = static_cast<int>(fraction * width);
+      std::fprintf(stderr, "\rloading model [%s%s] %3d%%", std::string(filled, '#').c_str(),
+                   std::string(width - filled, ' ').c_str(), static_cast<int>(fraction * 100));
+      if (fraction >= 1.0) std::fprintf(stderr, "\n");
+      std::fflush(stderr);
+    };
+  }
+  return Engine::Load(path, options);
+}
+
+}  // namespace troupe::app

@@ -1,0 +1,29 @@
+// Shared output helpers of the command line: the token stream printer (plain
+// or --json, the fixed output contract of `generate` and `submit`), peak RSS,
+// and model loading with a progress bar on a terminal.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "pipeline/model/engine.h"
+
+namespace troupe::app {
+
+// Peak resident set size of this process in MiB.
+double PeakRssMb();
+
+class TokenPrinter {
+ public:
+  explicit TokenPrinter(bool json) : json_(json) {}
+  void Token(const TokenEvent& ev);
+  void Done(const GenerateStats& stats);
+
+ private:
+  bool json_;
+};
+
+// Loads the engine; draws a progress bar on stderr when stderr is a terminal.
+Result<std::unique_ptr<Engine>> LoadEngineWithProgress(const std::string& path, ModelOptions options);
+
+}  // namespace troupe::app

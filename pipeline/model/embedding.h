@@ -1,0 +1,27 @@
+// Embedding: token ids -> hidden states [tokens, hidden] fp32 — the first
+// stage of the ring. Borrows the token embedding matrix from the ModelSource
+// (which must outlive it). Thread-safety: Forward is reentrant.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "pipeline/format/model_source.h"
+#include "pipeline/model/hidden_state.h"
+#include "pipeline/quant/qmatrix.h"
+
+namespace troupe {
+
+class Embedding {
+ public:
+  static Result<std::unique_ptr<Embedding>> Load(const ModelSource& source);
+  // InvalidArgument naming the id when one is outside the vocabulary.
+  Result<HiddenState> Forward(const std::vector<int32_t>& ids) const;
+  const QuantMatrix& matrix() const { return table_; }
+
+ private:
+  QuantMatrix table_;  // [vocab, hidden]
+};
+
+}  // namespace troupe

@@ -1,0 +1,71 @@
+// Engine: the whole model in one process — Embedding, every layer in one
+// Decoder, LmHead — plus the tokenizer. What `troupe generate`, `troupe score`
+// and the conformance tests run; the reference the distributed ring must
+// reproduce token for token.
+//
+// Flow: Load → (Tokenize / Tokenizer) → Generate(prompt ids, params, callback)
+// or Score(ids). Thread-safety: one call at a time per Engine.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pipeline/format/model_source.h"
+#include "pipeline/model/generation.h"
+#include "pipeline/model/model_options.h"
+#include "pipeline/status.h"
+#include "pipeline/text/tokenizer.h"
+
+namespace troupe {
+
+class Embedding;
+class Decoder;
+class LmHead;
+
+struct GenerateStats {
+  int64_t prompt_tokens = 0;
+  int64_t generated_tokens = 0;   // tokens of the answer (an end-of-generation token is not counted)
+  int64_t decode_steps = 0;       // forward passes after the prefill
+  double prefill_seconds = 0;     // prompt through the model to the first logits
+  double decode_seconds = 0;      // every later step
+  FinishReason finish = FinishReason::kNone;
+};
+
+struct ScoreResult {
+  std::vector<int32_t> tokens;
+  std::vector<int32_t> argmax;    // [n]: argmax[i] is the most likely token after tokens[0..i]
+  std::vector<float> logprobs;    // [n-1]: logprobs[i]: log p(tokens[i+1] | tokens[0..i])
+};
+
+class Engine {
+ public:
+  // `path`: a GGUF file or Hugging Face folder.
+  static Result<std::unique_ptr<Engine>> Load(const std::string& path, const ModelOptions& options);
+  ~Engine();
+
+  const ModelConfig& config() const;
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  const ModelSource& source() const { return *source_; }
+
+  // Runs prompt + generation; calls on_token for every sampled token.
+  // InvalidArgument for bad params or an empty prompt; OutOfRange when the
+  // prompt does not fit the model's context.
+  Result<GenerateStats> Generate(const std::vector<int32_t>& prompt, const SamplingParams& params,
+                                 const std::function<void(const TokenEvent&)>& on_token);
+
+  // Teacher-forced scoring of a token sequence (at least 2 tokens).
+  Result<ScoreResult> Score(const std::vector<int32_t>& tokens);
+
+ private:
+  Engine() = default;
+  std::unique_ptr<ModelSource> source_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<Embedding> embedding_;
+  std::unique_ptr<Decoder> decoder_;
+  std::unique_ptr<LmHead> lm_head_;
+};
+
+}  // namespace troupe

@@ -1,0 +1,63 @@
+#include "pipeline/model/generation.h"
+
+namespace troupe {
+
+const char* finish_reason_name(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kNone: return "none";
+    case FinishReason::kEndOfGeneration: return "eos";
+    case FinishReason::kStopString: return "stop";
+    case FinishReason::kMaxTokens: return "length";
+  }
+  return "none";
+}
+
+Result<Generation> Generation::Create(const Tokenizer& tokenizer, SamplingParams params,
+                                      std::vector<int32_t> prompt) {
+  if (prompt.empty()) return Status::InvalidArgument("the prompt has no tokens");
+  if (params.max_tokens <= 0) return Status::InvalidArgument("max_tokens must be positive");
+  std::vector<int32_t> eog;
+  if (tokenizer.eos_id() >= 0) eog.push_back(tokenizer.eos_id());
+  if (tokenizer.eot_id() >= 0) eog.push_back(tokenizer.eot_id());
+  TROUPE_ASSIGN_OR_RETURN(Sampler sampler, Sampler::Create(std::move(params), std::move(eog)));
+  return Generation(tokenizer, std::move(sampler), std::move(prompt));
+}
+
+Generation::Generation(const Tokenizer& tokenizer, Sampler sampler, std::vector<int32_t> prompt)
+    : tokenizer_(&tokenizer),
+      sampler_(std::move(sampler)),
+      stream_(tokenizer),
+      stop_(sampler_.params().stop),
+      tokens_(std::move(prompt)),
+      prompt_tokens_(static_cast<int64_t>(tokens_.size())) {}
+
+TokenEvent Generation::Next(const float* logits, int64_t vocab) {
+  TokenEvent ev;
+  if (finished()) return ev;
+  const int64_t step = generated_tokens();
+  ev.id = sampler_.Sample(logits, vocab, step, tokens_);
+  tokens_.push_back(ev.id);
+  if (sampler_.IsEndOfGeneration(ev.id)) {
+    ev.end_of_generation = true;
+    finish_ = FinishReason::kEndOfGeneration;
+  } else {
+    StopMatcher::Released r = stop_.Feed(stream_.Feed(ev.id));
+    ev.text = std::move(r.text);
+    if (r.stopped) {
+      finish_ = FinishReason::kStopString;
+    } else if (generated_tokens() >= sampler_.params().max_tokens) {
+      finish_ = FinishReason::kMaxTokens;
+    }
+  }
+  if (finished() && finish_ != FinishReason::kStopString) {
+    // Whatever was held back (a partial character, a possible stop string
+    // that never completed) belongs to the answer.
+    StopMatcher::Released r = stop_.Feed(stream_.Flush());
+    ev.text += r.text;
+    if (!r.stopped) ev.text += stop_.Flush();
+  }
+  ev.finish = finish_;
+  return ev;
+}
+
+}  // namespace troupe

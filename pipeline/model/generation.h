@@ -1,0 +1,66 @@
+// Generation: the per-session bookkeeping of producing an answer — what the
+// Sampler stage does with each row of logits. Samples the next token, keeps
+// the session's tokens (prompt + generated), turns tokens into printable text
+// (whole UTF-8 characters, stop strings held back and cut off) and decides
+// when the answer is finished: an end-of-generation token, a stop string, or
+// max_tokens.
+//
+// Pure bookkeeping: no model, no torch; the same object drives the single
+// process engine and the Sampler actor. Randomness is a pure function of
+// (seed, step), so replaying a session yields the same tokens.
+// Ownership: borrows the Tokenizer. Thread-safety: one session, one thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pipeline/sampling/sampler.h"
+#include "pipeline/sampling/stop_matcher.h"
+#include "pipeline/text/stream_decoder.h"
+#include "pipeline/text/tokenizer.h"
+
+namespace troupe {
+
+enum class FinishReason { kNone, kEndOfGeneration, kStopString, kMaxTokens };
+const char* finish_reason_name(FinishReason reason);  // "eos", "stop", "length"
+
+// One sampled token. `text` is what became printable with it (may be empty:
+// an incomplete character or a possible stop string is held back). A token
+// that ends generation by being an end-of-generation id is reported with
+// `end_of_generation` set and only the flushed remainder as text.
+struct TokenEvent {
+  int32_t id = -1;
+  std::string text;
+  bool end_of_generation = false;
+  FinishReason finish = FinishReason::kNone;  // set on the last event
+};
+
+class Generation {
+ public:
+  // InvalidArgument when params do not validate or the prompt is empty.
+  static Result<Generation> Create(const Tokenizer& tokenizer, SamplingParams params,
+                                   std::vector<int32_t> prompt);
+
+  // Samples from `logits` ([vocab] fp32 for the next position) and records it.
+  TokenEvent Next(const float* logits, int64_t vocab);
+
+  bool finished() const { return finish_ != FinishReason::kNone; }
+  FinishReason finish_reason() const { return finish_; }
+  const std::vector<int32_t>& tokens() const { return tokens_; }  // prompt + generated
+  int64_t prompt_tokens() const { return prompt_tokens_; }
+  int64_t generated_tokens() const { return static_cast<int64_t>(tokens_.size()) - prompt_tokens_; }
+  const SamplingParams& params() const { return sampler_.params(); }
+
+ private:
+  Generation(const Tokenizer& tokenizer, Sampler sampler, std::vector<int32_t> prompt);
+  const Tokenizer* tokenizer_;
+  Sampler sampler_;
+  StreamDecoder stream_;
+  StopMatcher stop_;
+  std::vector<int32_t> tokens_;
+  int64_t prompt_tokens_;
+  FinishReason finish_ = FinishReason::kNone;
+};
+
+}  // namespace troupe

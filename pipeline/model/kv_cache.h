@@ -1,0 +1,61 @@
+// KvCache: the keys and values one session has produced in layers
+// [begin_layer, end_layer) — a shard holds only its own layers.
+//
+// Capacity is fixed when the cache is created (the session's max length) and
+// its memory is allocated then, so a node can account for it against its cache
+// budget. Positions [0, length) are filled; a step appends `n` positions:
+// Check(n) first, write keys/values at [length, length + n) in every layer,
+// then Commit(n). Layout per layer and kv head: [capacity, head_dim] fp16 —
+// half the memory of fp32, and the precision llama.cpp keeps by default.
+//
+// Ownership: owned by exactly one session holder (a shard actor or the
+// engine). Thread-safety: none; one step at a time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "pipeline/status.h"
+
+namespace troupe {
+
+struct KvCacheShape {
+  int64_t begin_layer = 0;
+  int64_t end_layer = 0;
+  int64_t n_kv_heads = 0;
+  int64_t head_dim = 0;
+  // Bytes a cache of `capacity` positions occupies.
+  size_t BytesFor(int64_t capacity) const;
+};
+
+class KvCache {
+ public:
+  // InvalidArgument for an empty layer range or capacity <= 0.
+  static Result<std::unique_ptr<KvCache>> Create(const KvCacheShape& shape, int64_t capacity);
+  ~KvCache();
+
+  const KvCacheShape& shape() const { return shape_; }
+  int64_t capacity() const { return capacity_; }
+  int64_t length() const { return length_; }
+  size_t bytes() const { return shape_.BytesFor(capacity_); }
+
+  // OutOfRange naming both numbers when n more positions do not fit.
+  Status Check(int64_t n) const;
+  void Commit(int64_t n) { length_ += n; }
+  // Forgets positions from `length` on (used to replay a session).
+  void Truncate(int64_t length) { if (length < length_) length_ = length; }
+
+  // [capacity, head_dim] fp16 rows of one global layer index and kv head.
+  uint16_t* keys(int64_t layer, int64_t kv_head);
+  uint16_t* values(int64_t layer, int64_t kv_head);
+
+ private:
+  KvCache() = default;
+  KvCacheShape shape_;
+  int64_t capacity_ = 0;
+  int64_t length_ = 0;
+  std::unique_ptr<uint16_t[]> data_;
+};
+
+}  // namespace troupe

