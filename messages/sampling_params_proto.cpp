@@ -1,0 +1,39 @@
+#include "messages/sampling_params_proto.h"
+
+namespace troupe {
+
+v1::SamplingParams SamplingParamsToProto(const SamplingParams& params) {
+  v1::SamplingParams proto;
+  proto.set_temperature(params.temperature);
+  proto.set_top_k(params.top_k);
+  proto.set_top_p(params.top_p);
+  proto.set_min_p(params.min_p);
+  proto.set_top_a(params.top_a);
+  proto.set_repeat_penalty(params.repeat_penalty);
+  proto.set_repeat_last_n(params.repeat_last_n);
+  proto.set_min_tokens(params.min_tokens);
+  proto.set_max_tokens(params.max_tokens);
+  proto.set_seed(params.seed);
+  for (const std::string& s : params.stop) proto.add_stop(s);
+  return proto;
+}
+
+WireResult<SamplingParams> SamplingParamsFromProto(const v1::SamplingParams& proto) {
+  SamplingParams params;
+  if (proto.has_temperature()) params.temperature = proto.temperature();
+  if (proto.has_top_k()) params.top_k = proto.top_k();
+  if (proto.has_top_p()) params.top_p = proto.top_p();
+  if (proto.has_min_p()) params.min_p = proto.min_p();
+  if (proto.has_top_a()) params.top_a = proto.top_a();
+  if (proto.has_repeat_penalty()) params.repeat_penalty = proto.repeat_penalty();
+  if (proto.has_repeat_last_n()) params.repeat_last_n = proto.repeat_last_n();
+  if (proto.has_min_tokens()) params.min_tokens = proto.min_tokens();
+  if (proto.has_max_tokens()) params.max_tokens = proto.max_tokens();
+  if (proto.has_seed()) params.seed = proto.seed();
+  params.stop.assign(proto.stop().begin(), proto.stop().end());
+  Status valid = params.Validate();
+  if (!valid.ok()) return WireError{v1::BAD_REQUEST, valid.message()};
+  return params;
+}
+
+}  // namespace troupe

@@ -1,0 +1,71 @@
+// SamplingParams crosses the wire unchanged; unset fields take the C++
+// defaults; unusable values are BAD_REQUEST.
+#include "messages/sampling_params_proto.h"
+
+#include <gtest/gtest.h>
+
+namespace troupe {
+namespace {
+
+TEST(SamplingParamsProtoTest, EmptyMessageMeansDefaults) {
+  WireResult<SamplingParams> p = SamplingParamsFromProto(v1::SamplingParams());
+  ASSERT_TRUE(p.ok()) << p.error().ToString();
+  const SamplingParams d;
+  EXPECT_EQ(p->temperature, d.temperature);
+  EXPECT_EQ(p->top_p, d.top_p);  // 1, not the proto3 zero
+  EXPECT_EQ(p->repeat_penalty, d.repeat_penalty);
+  EXPECT_EQ(p->repeat_last_n, d.repeat_last_n);
+  EXPECT_EQ(p->max_tokens, d.max_tokens);
+  EXPECT_EQ(p->seed, 0u);
+  EXPECT_TRUE(p->stop.empty());
+}
+
+TEST(SamplingParamsProtoTest, RoundTrip) {
+  SamplingParams s;
+  s.temperature = 0.8f;
+  s.top_k = 50;
+  s.top_p = 0.95f;
+  s.min_p = 0.02f;
+  s.top_a = 0.1f;
+  s.repeat_penalty = 1.3f;
+  s.repeat_last_n = -1;
+  s.min_tokens = 3;
+  s.max_tokens = 77;
+  s.seed = 123456789012345ull;
+  s.stop = {"</s>", "\n\n"};
+  v1::SamplingParams wire;
+  ASSERT_TRUE(wire.ParseFromString(SamplingParamsToProto(s).SerializeAsString()));
+  EXPECT_TRUE(wire.has_seed());
+  WireResult<SamplingParams> back = SamplingParamsFromProto(wire);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->temperature, s.temperature);
+  EXPECT_EQ(back->top_k, s.top_k);
+  EXPECT_EQ(back->top_p, s.top_p);
+  EXPECT_EQ(back->min_p, s.min_p);
+  EXPECT_EQ(back->top_a, s.top_a);
+  EXPECT_EQ(back->repeat_penalty, s.repeat_penalty);
+  EXPECT_EQ(back->repeat_last_n, s.repeat_last_n);
+  EXPECT_EQ(back->min_tokens, s.min_tokens);
+  EXPECT_EQ(back->max_tokens, s.max_tokens);
+  EXPECT_EQ(back->seed, s.seed);
+  EXPECT_EQ(back->stop, s.stop);
+}
+
+TEST(SamplingParamsProtoTest, InvalidValuesAreBadRequest) {
+  v1::SamplingParams wire;
+  wire.set_top_p(1.5f);
+  WireResult<SamplingParams> p = SamplingParamsFromProto(wire);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.error().code, v1::BAD_REQUEST);
+  EXPECT_NE(p.error().text.find("top_p"), std::string::npos);
+
+  wire.Clear();
+  wire.add_stop("");
+  EXPECT_EQ(SamplingParamsFromProto(wire).error().code, v1::BAD_REQUEST);
+  wire.Clear();
+  wire.set_max_tokens(0);
+  EXPECT_EQ(SamplingParamsFromProto(wire).error().code, v1::BAD_REQUEST);
+}
+
+}  // namespace
+}  // namespace troupe
