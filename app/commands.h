@@ -14,6 +14,7 @@ namespace troupe::app {
 void RegisterGenerate(CLI::App& app);
 void RegisterTokenize(CLI::App& app);
 void RegisterScore(CLI::App& app);
+void RegisterKeys(CLI::App& app);
 
 int ExitCode();
 void SetExitCode(int code);

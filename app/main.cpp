@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   troupe::app::RegisterGenerate(app);
   troupe::app::RegisterTokenize(app);
   troupe::app::RegisterScore(app);
+  troupe::app::RegisterKeys(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

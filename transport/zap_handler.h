@@ -1,0 +1,82 @@
+// ZapHandler: decides which CURVE peers may connect to this process's
+// listeners (ZAP 1.0, ZeroMQ RFC 27).
+//
+// libzmq asks the handler bound at inproc://zeromq.zap.01 in the socket's own
+// context about every incoming CURVE handshake. This handler answers
+//   200 for the CURVE mechanism, the configured domain and an allowlisted
+//       client public key (user id = the key in Z85), and
+//   400 for everything else (unknown key, other mechanism, other domain),
+// and counts both. Together with ZMQ_ZAP_ENFORCE_DOMAIN on every socket
+// (security.h) this fails closed: with no handler running, CURVE handshakes
+// are refused, not accepted.
+//
+// Threading: the handler runs on its own thread, started by Start() and
+// joined by Stop() or the destructor, so a busy or blocked I/O loop never
+// stalls handshakes. Its sockets (the REP and a stop pipe) have linger 0.
+// Start it before binding any CURVE listener in the same context; stop it
+// after those listeners are closed and before the context is destroyed.
+// counters() and Stop() may be called from any thread.
+//
+// Failures: Start() fails (InvalidArgument) when another handler is already
+// bound in the context, or when the allowlist is empty.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <zmq.hpp>
+
+#include "pipeline/status.h"
+#include "transport/keys.h"
+
+namespace troupe::transport {
+
+inline constexpr const char* kZapEndpoint = "inproc://zeromq.zap.01";
+
+// For metrics: how many handshakes the handler let through and turned away.
+struct ZapCounters {
+  uint64_t accepted = 0;
+  uint64_t rejected = 0;            // all refusals; the two below are part of it
+  uint64_t rejected_unknown_key = 0;
+  uint64_t rejected_malformed = 0;  // bad version, mechanism, domain or frame count
+};
+
+class ZapHandler {
+ public:
+  static Result<std::unique_ptr<ZapHandler>> Start(zmq::context_t& context, Allowlist allowlist,
+                                                   std::string domain = "troupe");
+  ~ZapHandler();  // Stop()
+  ZapHandler(const ZapHandler&) = delete;
+  ZapHandler& operator=(const ZapHandler&) = delete;
+
+  // Unbinds the handler and joins its thread. Idempotent. Afterwards, CURVE
+  // handshakes in this context are refused (enforce domain).
+  void Stop();
+
+  ZapCounters counters() const;
+
+ private:
+  ZapHandler(zmq::context_t& context, Allowlist allowlist, std::string domain);
+  void Run();
+  // Answers one request (the frames after REP removed the envelope).
+  void Answer(std::vector<zmq::message_t>& request);
+
+  zmq::context_t& context_;
+  const Allowlist allowlist_;
+  const std::string domain_;
+  std::string stop_endpoint_;
+  zmq::socket_t rep_;        // owned by the handler thread once it runs
+  zmq::socket_t stop_recv_;  // handler thread
+  std::mutex stop_mu_;
+  zmq::socket_t stop_send_;  // guarded by stop_mu_
+  std::thread thread_;
+  std::atomic<uint64_t> accepted_{0};
+  std::atomic<uint64_t> rejected_unknown_key_{0};
+  std::atomic<uint64_t> rejected_malformed_{0};
+};
+
+}  // namespace troupe::transport
