@@ -9,6 +9,7 @@
 #endif
 
 #include "pipeline/quant/half.h"
+#include "pipeline/quant/thread_pool.h"
 
 namespace troupe {
 
@@ -86,12 +87,11 @@ void Attention(const float* q, const uint16_t* keys, const uint16_t* values, con
   const int64_t row = s.n_heads * d;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   const int64_t work = s.n_heads * t;
-#pragma omp parallel num_threads(threads) if (work * (start + t) * d > 65536)
-  {
+  const int parts = work * (start + t) * d > 65536 ? threads : 1;
+  ParallelRanges(work, parts, [&](int64_t w_begin, int64_t w_end) {
     std::vector<float> scores(start + t);
     std::vector<float> qh(d);
-#pragma omp for schedule(static)
-    for (int64_t w = 0; w < work; ++w) {
+    for (int64_t w = w_begin; w < w_end; ++w) {
       const int64_t h = w % s.n_heads;
       const int64_t i = w / s.n_heads;
       const int64_t kvh = h / group;
@@ -115,7 +115,7 @@ void Attention(const float* q, const uint16_t* keys, const uint16_t* values, con
       std::fill(o, o + d, 0.0f);
       for (int64_t j = 0; j < len; ++j) AxpyHalf(RoundToHalf(scores[j] * inv), v + j * d, o, d);
     }
-  }
+  });
 }
 
 }  // namespace troupe

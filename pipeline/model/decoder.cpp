@@ -135,9 +135,8 @@ Status Decoder::Forward(HiddenState& hidden, const std::vector<SessionRows>& bat
     const Block& b = m.blocks[l - m.begin];
     // Attention.
     RmsNorm(x, b.attn_norm.data(), N, H, c.rms_eps, m.xn.data());
-    b.attn_q.Multiply(m.xn.data(), N, m.q.data(), m.threads);
-    b.attn_k.Multiply(m.xn.data(), N, m.k.data(), m.threads);
-    b.attn_v.Multiply(m.xn.data(), N, m.v.data(), m.threads);
+    const MatmulOutput qkv[] = {{&b.attn_q, m.q.data()}, {&b.attn_k, m.k.data()}, {&b.attn_v, m.v.data()}};
+    MultiplyShared(qkv, 3, m.xn.data(), N, m.threads);
     AddBias(m.q.data(), b.bq, N);
     AddBias(m.k.data(), b.bk, N);
     AddBias(m.v.data(), b.bv, N);
@@ -164,8 +163,8 @@ Status Decoder::Forward(HiddenState& hidden, const std::vector<SessionRows>& bat
     AddInPlace(x, m.proj.data(), N * H);
     // Feed-forward (SwiGLU).
     RmsNorm(x, b.ffn_norm.data(), N, H, c.rms_eps, m.xn.data());
-    b.ffn_gate.Multiply(m.xn.data(), N, m.gate.data(), m.threads);
-    b.ffn_up.Multiply(m.xn.data(), N, m.up.data(), m.threads);
+    const MatmulOutput gate_up[] = {{&b.ffn_gate, m.gate.data()}, {&b.ffn_up, m.up.data()}};
+    MultiplyShared(gate_up, 2, m.xn.data(), N, m.threads);
     SiluMul(m.gate.data(), m.up.data(), N * I);
     b.ffn_down.Multiply(m.gate.data(), N, m.proj.data(), m.threads);
     AddInPlace(x, m.proj.data(), N * H);

@@ -34,7 +34,11 @@ class QuantMatrix {
 
   // y[t, r] = sum_c W[r, c] * x[t, c] for t in [0, n), r in [0, rows).
   // x: [n, cols] fp32 row-major; y: [n, rows] fp32 row-major.
-  // Uses up to `threads` OpenMP threads (0 = omp default).
+  // Uses up to `threads` threads (0 = omp_get_max_threads(): OMP_NUM_THREADS
+  // or the core count). For quantized weights x is first quantized to 8 bits
+  // per block of 32 values (256 for Q4_K/Q6_K), so |y - exact| <=
+  // sum_c |W[r, c]| * d_b / 2 (+ fp32 rounding), d_b = max|x| over the
+  // block / 127 (activations.h). Float weights: fp32 FMA throughout.
   void Multiply(const float* x, int64_t n, float* y, int threads = 0) const;
 
   // Writes row r expanded to fp32 into out[0, cols). (Embedding look-up.)
@@ -45,6 +49,20 @@ class QuantMatrix {
   int64_t rows_ = 0, cols_ = 0, row_bytes_ = 0;
   const uint8_t* data_ = nullptr;
 };
+
+// One product of a shared-input multiply: y [n, w->rows()] = x . W^T.
+struct MatmulOutput {
+  const QuantMatrix* w;
+  float* y;
+};
+
+// y_i = W_i x for several matrices that read the same activations (q/k/v,
+// gate/up): x [n, cols] is quantized once per weight format and all products
+// run in one parallel pass, rows split over the threads in proportion to
+// weight bytes. Every W_i should have the same cols (otherwise this falls back
+// to one Multiply each); outputs must not overlap. Thread-safe like Multiply.
+void MultiplyShared(const MatmulOutput* outputs, int count, const float* x, int64_t n,
+                    int threads = 0);
 
 // Expands n values (a whole number of blocks) of `type` at src into dst.
 void dequantize(GgmlType type, const uint8_t* src, float* dst, int64_t n);

@@ -1,0 +1,59 @@
+// Matrix kernels behind QuantMatrix::Multiply, one set per instruction set.
+//
+// A RowsKernel computes y[t, r] = W[r, :] . x[t, :] for every activation row
+// t in [0, n) and weight rows r in [r0, r1). Quantized weight types read the
+// activations quantized by QuantizeActRow (activations.h); float types read
+// the fp32 activations. Kernels only read their inputs and write their own
+// rows of y, so disjoint row ranges may run on different threads at once.
+//
+// Three implementations exist: kScalar (portable reference, always built),
+// kAvx2 (AVX2 + FMA + F16C) and kAvx512 (AVX-512 F/BW/VL + VNNI). A SIMD set
+// is compiled only when the compiler targets it (-march=native on a capable
+// build machine), so "compiled in" also means "this CPU runs it".
+#pragma once
+
+#include <cstdint>
+
+#include "pipeline/quant/qmatrix.h"
+
+namespace troupe {
+
+enum class Isa { kScalar, kAvx2, kAvx512 };
+
+const char* IsaName(Isa isa);
+// True when kernels for `isa` were compiled into this build.
+bool IsaAvailable(Isa isa);
+// The fastest available instruction set; Multiply uses it.
+Isa BestIsa();
+
+struct MatmulArgs {
+  const uint8_t* w = nullptr;  // weight row 0; rows are row_bytes apart
+  int64_t row_bytes = 0;
+  int64_t cols = 0;
+  const uint8_t* xq = nullptr;  // [n] quantized activation rows, xq_stride bytes apart
+  int64_t xq_stride = 0;
+  const float* x = nullptr;  // [n, cols] fp32 activations (float weight types)
+  int64_t n = 0;
+  float* y = nullptr;  // [n, ldy] outputs
+  int64_t ldy = 0;
+};
+
+using RowsKernel = void (*)(const MatmulArgs& args, int64_t r0, int64_t r1);
+
+// nullptr when `isa` is not compiled in or the type is not supported.
+RowsKernel GetRowsKernel(GgmlType type, Isa isa);
+
+// QuantMatrix::Multiply / MultiplyShared with an explicit instruction set
+// (kScalar when `isa` is unavailable). For tests and benchmarks.
+void MultiplyWithIsa(const QuantMatrix& w, Isa isa, const float* x, int64_t n, float* y,
+                     int threads);
+void MultiplySharedWithIsa(Isa isa, const MatmulOutput* outputs, int count, const float* x,
+                           int64_t n, int threads);
+
+// Per-ISA tables, defined in kernels_<isa>.cpp.
+RowsKernel GetScalarKernel(GgmlType type);
+RowsKernel GetAvx2Kernel(GgmlType type);
+RowsKernel GetAvx512Kernel(GgmlType type);
+RowsKernel GetAvx512KQuantKernel(GgmlType type);  // Q4_K, Q6_K (kernels_avx512_k.cpp)
+
+}  // namespace troupe

@@ -1,0 +1,346 @@
+// AVX2 kernels (AVX2 + FMA + F16C) for every supported weight type: the path
+// for CPUs without AVX-512. Same arithmetic as the AVX-512 kernels at 256
+// bits: maddubs (unsigned x signed bytes -> int16 pairs) + madd (-> int32)
+// replace VNNI; Q8_0 uses abs(w) x sign(x, w) to stay unsigned x signed.
+// Only 16 vector registers: tiles are at most 2 weight rows x 2 activation rows
+// (4 for float weights). Activation layouts as in activations.h (Q4_K reads
+// kQ8KPaired, whose 32-value runs line up with its nibbles).
+
+#include "pipeline/quant/kernels.h"
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define TROUPE_HAVE_AVX2 1
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "pipeline/quant/activations.h"
+#include "pipeline/quant/blocks.h"
+#include "pipeline/quant/tile_driver.h"
+#endif
+
+namespace troupe {
+
+#if defined(TROUPE_HAVE_AVX2)
+namespace {
+
+inline float HalfAt(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, sizeof h);
+  return _cvtsh_ss(h);
+}
+
+inline __m256i LoadU256(const uint8_t* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+inline __m256i Load256(const void* p) {
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
+}
+inline __m128i LoadU128(const uint8_t* p) {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+}
+
+// unsigned bytes . signed bytes, four at a time -> int32 lanes.
+inline __m256i DotU8S8(__m256i u, __m256i s) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+}
+
+struct FloatAcc {
+  using Acc = __m256;
+  static __m256 Zero() { return _mm256_setzero_ps(); }
+  static float Sum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+  static void Sum4(__m256 a, __m256 b, __m256 c, __m256 d, float* out) {
+    const __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1)));
+  }
+};
+
+// Q4_0 / Q4_1: two blocks per register, lane k = block k (layout kQ8x4 halves).
+template <bool kHasMin>
+struct Q4Kernel : FloatAcc {
+  static constexpr int kMaxR = 2, kMaxT = 2;
+  static constexpr int64_t kBlockBytes = kHasMin ? 20 : 18;
+  static constexpr int kQsOffset = kHasMin ? 4 : 2;
+
+  struct Pair2 {
+    __m256i lo, hi;
+    __m128 dm;  // (d_0, m_0, d_1, m_1); Q4_0 has m = -8 d
+  };
+
+  // The fp16 (d, m) pair of a block as one dword.
+  static int32_t DmBits(const uint8_t* blk) {
+    uint32_t v;
+    if (kHasMin) {
+      std::memcpy(&v, blk, sizeof v);
+    } else {
+      uint16_t d;
+      std::memcpy(&d, blk, sizeof d);
+      v = d | static_cast<uint32_t>(d) << 16;
+    }
+    return static_cast<int32_t>(v);
+  }
+
+  static Pair2 Decode(__m256i qs, int32_t dm0, int32_t dm1) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    __m128 dm = _mm_cvtph_ps(_mm_setr_epi32(dm0, dm1, 0, 0));
+    if (!kHasMin) dm = _mm_mul_ps(dm, _mm_setr_ps(1, -8, 1, -8));
+    return {_mm256_and_si256(qs, low4), _mm256_and_si256(_mm256_srli_epi16(qs, 4), low4), dm};
+  }
+
+  template <int R, int T>
+  static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, __m256 (&acc)[R][T]) {
+    const int64_t nblocks = a.cols / 32;
+    const uint8_t* row0 = a.w + r * a.row_bytes;
+    const __m256i spread = _mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2);
+    for (int64_t b = 0; b < nblocks; b += 2) {
+      for (int i = 0; i < R; ++i) {
+        const uint8_t* p = row0 + i * a.row_bytes + b * kBlockBytes;
+        Pair2 w;
+        if (b + 1 < nblocks) {
+          const uint8_t* p1 = p + kBlockBytes;
+          const __m256i qs = _mm256_inserti128_si256(
+              _mm256_castsi128_si256(LoadU128(p + kQsOffset)), LoadU128(p1 + kQsOffset), 1);
+          w = Decode(qs, DmBits(p), DmBits(p1));
+        } else {
+          w = Decode(_mm256_zextsi128_si256(LoadU128(p + kQsOffset)), DmBits(p), 0);
+        }
+        const int64_t g = b / 4, half = (b / 2) % 2;
+        for (int j = 0; j < T; ++j) {
+          const auto* x = reinterpret_cast<const ActGroupQ8x4*>(a.xq + (t0 + j) * a.xq_stride) + g;
+          const __m256i p16 =
+              _mm256_add_epi16(_mm256_maddubs_epi16(w.lo, Load256(x->lo + 32 * half)),
+                               _mm256_maddubs_epi16(w.hi, Load256(x->hi + 32 * half)));
+          const __m256i raw = _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+          // (d_w d_x, m d_x sum) pairs: scales spread over each block's lanes,
+          // min terms added into lanes 1 and 3.
+          const __m256 prod =
+              _mm256_castps128_ps256(_mm_mul_ps(w.dm, _mm_load_ps(x->ds + 4 * half)));
+          const __m256 scale = _mm256_permutevar8x32_ps(prod, spread);
+          acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(raw), scale, acc[i][j]);
+          acc[i][j] = _mm256_add_ps(acc[i][j], _mm256_blend_ps(_mm256_setzero_ps(), prod, 0x0A));
+        }
+      }
+    }
+  }
+};
+
+struct Q8_0Kernel : FloatAcc {
+  static constexpr int kMaxR = 2, kMaxT = 2;
+  static constexpr int64_t kBlockBytes = 34;
+
+  template <int R, int T>
+  static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, __m256 (&acc)[R][T]) {
+    const int64_t nblocks = a.cols / 32;
+    const uint8_t* row0 = a.w + r * a.row_bytes;
+    for (int64_t b = 0; b < nblocks; ++b) {
+      for (int i = 0; i < R; ++i) {
+        const uint8_t* p = row0 + i * a.row_bytes + b * kBlockBytes;
+        const __m256i w = LoadU256(p + 2);
+        const __m256i w_abs = _mm256_sign_epi8(w, w);
+        const float dw = HalfAt(p);
+        for (int j = 0; j < T; ++j) {
+          const auto* x =
+              reinterpret_cast<const ActGroupQ8x2*>(a.xq + (t0 + j) * a.xq_stride) + b / 2;
+          const int k = static_cast<int>(b % 2);
+          const __m256i raw = DotU8S8(w_abs, _mm256_sign_epi8(Load256(x->q + 32 * k), w));
+          acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(raw), _mm256_set1_ps(dw * x->d[k]),
+                                      acc[i][j]);
+        }
+      }
+    }
+  }
+};
+
+inline const ActBlockQ8K* XBlock(const MatmulArgs& a, int64_t t, int64_t sb) {
+  return reinterpret_cast<const ActBlockQ8K*>(a.xq + t * a.xq_stride) + sb;
+}
+
+// u8 values . x, scaled per 128-bit lane by the int16 scales, -> int32.
+inline __m256i DotScaled(__m256i q_u8, const int8_t* x, __m256i scales16) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(q_u8, Load256(x)), scales16);
+}
+
+struct Q4KKernel : FloatAcc {
+  static constexpr int kMaxR = 1, kMaxT = 2;
+  static constexpr int64_t kBlockBytes = 144;
+
+  template <int R, int T>
+  static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, __m256 (&acc)[R][T]) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    const uint8_t* row = a.w + r * a.row_bytes;
+    for (int64_t sb = 0; sb < a.cols / 256; ++sb) {
+      const uint8_t* p = row + sb * kBlockBytes;
+      const float d = HalfAt(p), dmin = HalfAt(p + 2);
+      uint64_t sc8, mn8;
+      UnpackQ4KScalesPacked(p + 4, &sc8, &mn8);
+      __m256i isum[T];
+      for (int j = 0; j < T; ++j) isum[j] = _mm256_setzero_si256();
+      for (int c = 0; c < 4; ++c) {
+        const __m256i qv = LoadU256(p + 16 + 32 * c);
+        const __m256i lo = _mm256_and_si256(qv, low4);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qv, 4), low4);
+        const __m256i s_lo = _mm256_set1_epi16(static_cast<int16_t>((sc8 >> (16 * c)) & 0xFF));
+        const __m256i s_hi = _mm256_set1_epi16(static_cast<int16_t>((sc8 >> (16 * c + 8)) & 0xFF));
+        for (int j = 0; j < T; ++j) {
+          const ActBlockQ8K* x = XBlock(a, t0 + j, sb);
+          const int8_t* xlo = x->q + 128 * (c / 2) + 32 * (c % 2);  // kQ8KPaired
+          isum[j] = _mm256_add_epi32(isum[j], DotScaled(lo, xlo, s_lo));
+          isum[j] = _mm256_add_epi32(isum[j], DotScaled(hi, xlo + 64, s_hi));
+        }
+      }
+      const __m128i mn16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(mn8)));
+      for (int j = 0; j < T; ++j) {
+        const ActBlockQ8K* x = XBlock(a, t0 + j, sb);
+        const __m128i msum =
+            _mm_madd_epi16(mn16, _mm_load_si128(reinterpret_cast<const __m128i*>(x->bsum32)));
+        const __m128 mterm = _mm_mul_ps(_mm_cvtepi32_ps(msum), _mm_set1_ps(-dmin * x->d));
+        acc[0][j] = _mm256_add_ps(acc[0][j], _mm256_zextps128_ps256(mterm));
+        acc[0][j] =
+            _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), _mm256_set1_ps(d * x->d), acc[0][j]);
+      }
+    }
+  }
+};
+
+struct Q6KKernel : FloatAcc {
+  static constexpr int kMaxR = 1, kMaxT = 2;
+  static constexpr int64_t kBlockBytes = 210;
+
+  template <int R, int T>
+  static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, __m256 (&acc)[R][T]) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    const __m256i bits45 = _mm256_set1_epi8(0x30);
+    const uint8_t* row = a.w + r * a.row_bytes;
+    for (int64_t sb = 0; sb < a.cols / 256; ++sb) {
+      const uint8_t* p = row + sb * kBlockBytes;
+      const int8_t* sc = reinterpret_cast<const int8_t*>(p + 192);
+      __m256i isum[T];
+      for (int j = 0; j < T; ++j) isum[j] = _mm256_setzero_si256();
+      for (int h = 0; h < 2; ++h) {
+        const __m256i ql0 = LoadU256(p + 64 * h);
+        const __m256i ql1 = LoadU256(p + 64 * h + 32);
+        const __m256i qh = LoadU256(p + 128 + 32 * h);
+        __m256i q[4];
+        q[0] = _mm256_or_si256(_mm256_and_si256(ql0, low4),
+                               _mm256_and_si256(_mm256_slli_epi16(qh, 4), bits45));
+        q[1] = _mm256_or_si256(_mm256_and_si256(ql1, low4),
+                               _mm256_and_si256(_mm256_slli_epi16(qh, 2), bits45));
+        q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4),
+                               _mm256_and_si256(qh, bits45));
+        q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4),
+                               _mm256_and_si256(_mm256_srli_epi16(qh, 2), bits45));
+        for (int k = 0; k < 4; ++k) {
+          const int s = 8 * h + 2 * k;
+          const __m256i scales =
+              _mm256_set_m128i(_mm_set1_epi16(sc[s + 1]), _mm_set1_epi16(sc[s]));
+          for (int j = 0; j < T; ++j) {
+            const ActBlockQ8K* x = XBlock(a, t0 + j, sb);
+            isum[j] = _mm256_add_epi32(isum[j], DotScaled(q[k], x->q + 128 * h + 32 * k, scales));
+          }
+        }
+      }
+      const __m256i sc16 = _mm256_cvtepi8_epi16(LoadU128(p + 192));
+      const float d = HalfAt(p + 208);
+      for (int j = 0; j < T; ++j) {
+        const ActBlockQ8K* x = XBlock(a, t0 + j, sb);
+        const __m256i corr = _mm256_madd_epi16(sc16, Load256(x->bsum16));
+        isum[j] = _mm256_sub_epi32(isum[j], _mm256_slli_epi32(corr, 5));
+        acc[0][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), _mm256_set1_ps(d * x->d),
+                                    acc[0][j]);
+      }
+    }
+  }
+};
+
+// Float weights, 8 columns per step; the column tail goes through a
+// zero-padded stack buffer.
+struct LoadF32 {
+  static __m256 Load(const uint8_t* row, int64_t c) {
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + c);
+  }
+  static float At(const uint8_t* row, int64_t c) {
+    float v;
+    std::memcpy(&v, row + 4 * c, sizeof v);
+    return v;
+  }
+};
+struct LoadF16 {
+  static __m256 Load(const uint8_t* row, int64_t c) {
+    return _mm256_cvtph_ps(LoadU128(row + 2 * c));
+  }
+  static float At(const uint8_t* row, int64_t c) { return HalfAt(row + 2 * c); }
+};
+struct LoadBf16 {
+  static __m256 Load(const uint8_t* row, int64_t c) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(LoadU128(row + 2 * c)), 16));
+  }
+  static float At(const uint8_t* row, int64_t c) {
+    uint16_t b;
+    std::memcpy(&b, row + 2 * c, sizeof b);
+    const uint32_t u = static_cast<uint32_t>(b) << 16;
+    float v;
+    std::memcpy(&v, &u, sizeof v);
+    return v;
+  }
+};
+
+template <class L>
+struct FloatKernel : FloatAcc {
+  static constexpr int kMaxR = 2, kMaxT = 4;
+
+  template <int R, int T>
+  static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, __m256 (&acc)[R][T]) {
+    const uint8_t* row0 = a.w + r * a.row_bytes;
+    const float* x0 = a.x + t0 * a.cols;
+    int64_t c = 0;
+    for (; c + 8 <= a.cols; c += 8) {
+      for (int i = 0; i < R; ++i) {
+        const __m256 w = L::Load(row0 + i * a.row_bytes, c);
+        for (int j = 0; j < T; ++j) {
+          acc[i][j] = _mm256_fmadd_ps(w, _mm256_loadu_ps(x0 + j * a.cols + c), acc[i][j]);
+        }
+      }
+    }
+    if (c < a.cols) {
+      const int rest = static_cast<int>(a.cols - c);
+      for (int i = 0; i < R; ++i) {
+        alignas(32) float wt[8] = {};
+        for (int k = 0; k < rest; ++k) wt[k] = L::At(row0 + i * a.row_bytes, c + k);
+        for (int j = 0; j < T; ++j) {
+          alignas(32) float xt[8] = {};
+          std::memcpy(xt, x0 + j * a.cols + c, sizeof(float) * rest);
+          acc[i][j] = _mm256_fmadd_ps(_mm256_load_ps(wt), _mm256_load_ps(xt), acc[i][j]);
+        }
+      }
+    }
+  }
+};
+
+}  // namespace
+
+RowsKernel GetAvx2Kernel(GgmlType type) {
+  switch (type) {
+    case GgmlType::F32: return tiling::Rows<FloatKernel<LoadF32>>;
+    case GgmlType::F16: return tiling::Rows<FloatKernel<LoadF16>>;
+    case GgmlType::BF16: return tiling::Rows<FloatKernel<LoadBf16>>;
+    case GgmlType::Q4_0: return tiling::Rows<Q4Kernel<false>>;
+    case GgmlType::Q4_1: return tiling::Rows<Q4Kernel<true>>;
+    case GgmlType::Q8_0: return tiling::Rows<Q8_0Kernel>;
+    case GgmlType::Q4_K: return tiling::Rows<Q4KKernel>;
+    case GgmlType::Q6_K: return tiling::Rows<Q6KKernel>;
+  }
+  return nullptr;
+}
+
+#else  // !TROUPE_HAVE_AVX2
+
+RowsKernel GetAvx2Kernel(GgmlType) { return nullptr; }
+
+#endif
+
+}  // namespace troupe

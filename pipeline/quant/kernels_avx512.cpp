@@ -1,0 +1,291 @@
+// AVX-512 kernels (F, BW, VL, VNNI; F16C + FMA) for F32/F16/BF16, Q4_0, Q4_1
+// and Q8_0 weights. K-quants are in kernels_avx512_k.cpp.
+//
+// Q4_0/Q4_1: four 32-value blocks per 512-bit register. Their 16-byte nibble
+// arrays are gathered into the four 128-bit lanes with one two-source
+// permute; low nibbles meet the activations' `lo` halves and high nibbles
+// their `hi` halves (layout kQ8x4), so one VNNI dpbusd per half yields four
+// int32 partial sums per block. The four (d, m) pairs are widened once as 8
+// halves, multiplied by the activations' (d_x, d_x * sum) pairs, spread over
+// the lanes as per-lane scales, and the min terms are added into spare lanes.
+// Horizontal sums happen once per row.
+//
+// Q8_0: two blocks per register. dpbusd is unsigned x signed, so weights are
+// flipped to w + 128 (XOR 0x80) and 128 * sum(x) per block is subtracted
+// from the int32 result, which keeps the dot exact.
+//
+// On Zen 4 most 512-bit operations issue at one per cycle and loads at one
+// 64-byte line per cycle, so the kernels minimise both: weights are loaded
+// once with 64 + 16 (or 4) byte loads and the activation scales are 32 bytes
+// per group instead of per-lane copies.
+
+#include "pipeline/quant/kernels.h"
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
+    defined(__AVX512VNNI__) && defined(__F16C__) && defined(__FMA__)
+#define TROUPE_HAVE_AVX512 1
+// GCC 12.2's AVX-512 headers trip -Wuninitialized on their own
+// _mm512_undefined_* placeholders (GCC bug 105593, fixed in 12.3).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "pipeline/quant/activations.h"
+#include "pipeline/quant/avx512_util.h"
+#include "pipeline/quant/tile_driver.h"
+#endif
+
+namespace troupe {
+
+#if defined(TROUPE_HAVE_AVX512)
+namespace {
+
+using avx512::Mask16;
+using avx512::Mask32;
+
+// Decoded weights of one group of four Q4 blocks.
+struct Q4Group {
+  __m512i lo, hi;  // nibbles 0..15; lane k = block k values 0..15 / 16..31
+  __m256 dm;       // (d_k, m_k) at 2k, 2k + 1; Q4_0 has m_k = -8 d_k
+};
+
+// Q4_1 block = fp16 d, fp16 m, 16 bytes of nibbles = 5 dwords; four blocks
+// are dwords 0..19: a = dwords 0..15, b = dwords 16..19 (in its low lane).
+struct Q4_1Format {
+  static constexpr int64_t kBlockBytes = 20;
+  static Q4Group Decode(__m512i a, __m512i b) {
+    alignas(64) static const int32_t kQs[16] = {1, 2, 3, 4, 6, 7, 8, 9,
+                                                11, 12, 13, 14, 16, 17, 18, 19};
+    alignas(64) static const int32_t kDm[16] = {0, 5, 10, 15};  // (d_k, m_k) dwords
+    const __m512i qs = _mm512_permutex2var_epi32(a, _mm512_load_si512(kQs), b);
+    const __m512i dm = _mm512_permutexvar_epi32(_mm512_load_si512(kDm), a);
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    return {_mm512_and_si512(qs, low4), _mm512_and_si512(_mm512_srli_epi16(qs, 4), low4),
+            _mm256_cvtph_ps(_mm512_castsi512_si128(dm))};
+  }
+  static Q4Group Load(const uint8_t* p) {
+    return Decode(_mm512_loadu_si512(p), _mm512_castsi128_si512(_mm_loadu_si128(
+                                             reinterpret_cast<const __m128i*>(p + 64))));
+  }
+  static Q4Group LoadTail(const uint8_t* p, int nb) {  // nb in [1, 3] blocks
+    return Decode(_mm512_maskz_loadu_epi32(Mask16(5 * nb), p), _mm512_setzero_si512());
+  }
+};
+
+// Q4_0 block = fp16 d + 16 bytes = 9 words; four blocks are words 0..35:
+// a = words 0..31, b = words 32..35 (in its low lane).
+struct Q4_0Format {
+  static constexpr int64_t kBlockBytes = 18;
+  static Q4Group Decode(__m512i a, __m512i b) {
+    alignas(64) static const int16_t kQs[32] = {1,  2,  3,  4,  5,  6,  7,  8,  10, 11, 12,
+                                                13, 14, 15, 16, 17, 19, 20, 21, 22, 23, 24,
+                                                25, 26, 28, 29, 30, 31, 32, 33, 34, 35};
+    alignas(64) static const int16_t kD[32] = {0, 0, 9, 9, 18, 18, 27, 27};  // (d_k, d_k)
+    const __m512i qs = _mm512_permutex2var_epi16(a, _mm512_load_si512(kQs), b);
+    const __m512i d = _mm512_permutexvar_epi16(_mm512_load_si512(kD), a);
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const __m256 offset = _mm256_setr_ps(1, -8, 1, -8, 1, -8, 1, -8);
+    return {_mm512_and_si512(qs, low4), _mm512_and_si512(_mm512_srli_epi16(qs, 4), low4),
+            _mm256_mul_ps(_mm256_cvtph_ps(_mm512_castsi512_si128(d)), offset)};
+  }
+  static Q4Group Load(const uint8_t* p) {
+    return Decode(_mm512_loadu_si512(p), _mm512_castsi128_si512(_mm_loadl_epi64(
+                                             reinterpret_cast<const __m128i*>(p + 64))));
+  }
+  static Q4Group LoadTail(const uint8_t* p, int nb) {
+    return Decode(_mm512_maskz_loadu_epi16(Mask32(9 * nb), p), _mm512_setzero_si512());
+  }
+};
+
+template <class F>
+struct Q4Kernel : avx512::FloatAcc {
+  static constexpr int kMaxR = 4, kMaxT = 4;
+
+  // acc += per-lane (d_w * d_x) * int dot; the four (m_k * d_x sum_k) terms
+  // are added into lanes 1, 3, 5, 7 (any lane works: rows are summed whole).
+  template <int T>
+  static void Step(const MatmulArgs& a, const Q4Group& w, int64_t t0, int64_t g,
+                   __m512 (&acc)[T]) {
+    alignas(64) static const int32_t kSpread[16] = {0, 0, 0, 0, 2, 2, 2, 2,
+                                                    4, 4, 4, 4, 6, 6, 6, 6};
+    for (int j = 0; j < T; ++j) {
+      const auto* x = reinterpret_cast<const ActGroupQ8x4*>(a.xq + (t0 + j) * a.xq_stride) + g;
+      __m512i raw = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.lo, _mm512_load_si512(x->lo));
+      raw = _mm512_dpbusd_epi32(raw, w.hi, _mm512_load_si512(x->hi));
+      const __m512 prod = _mm512_castps256_ps512(_mm256_mul_ps(w.dm, _mm256_load_ps(x->ds)));
+      const __m512 scale = _mm512_permutexvar_ps(_mm512_load_si512(kSpread), prod);
+      acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(raw), scale, acc[j]);
+      acc[j] = _mm512_mask_add_ps(acc[j], 0xAA, acc[j], prod);
+    }
+  }
+
+  template <int R, int T>
+  static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, __m512 (&acc)[R][T]) {
+    const int64_t nblocks = a.cols / 32;
+    const int64_t full = nblocks / 4;
+    const int tail = static_cast<int>(nblocks % 4);
+    const uint8_t* row0 = a.w + r * a.row_bytes;
+    tiling::ForGroups<Q4Kernel, R, T>(full, acc, [&](int64_t g, __m512 (&part)[R][T]) {
+      for (int i = 0; i < R; ++i) {
+        Step<T>(a, F::Load(row0 + i * a.row_bytes + g * 4 * F::kBlockBytes), t0, g, part[i]);
+      }
+    });
+    if (tail != 0) {
+      for (int i = 0; i < R; ++i) {
+        const Q4Group w = F::LoadTail(row0 + i * a.row_bytes + full * 4 * F::kBlockBytes, tail);
+        Step<T>(a, w, t0, full, acc[i]);
+      }
+    }
+  }
+};
+
+// Q8_0 block = fp16 d + 32 bytes = 17 words; two blocks are words 0..33:
+// a = words 0..31, b = words 32..33 (in its low lane).
+struct Q8Group {
+  __m512i wq;  // w + 128 as unsigned bytes; lanes 0..7 block 0, 8..15 block 1
+  __m128 d;    // (d_0, d_1, 0, 0)
+};
+
+struct Q8_0Kernel : avx512::FloatAcc {
+  static constexpr int kMaxR = 4, kMaxT = 4;
+  static constexpr int64_t kBlockBytes = 34;
+
+  static Q8Group Decode(__m512i a, __m512i b) {
+    alignas(64) static const int16_t kQs[32] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11,
+                                                12, 13, 14, 15, 16, 18, 19, 20, 21, 22, 23,
+                                                24, 25, 26, 27, 28, 29, 30, 31, 32, 33};
+    alignas(64) static const int16_t kD[32] = {0, 17};
+    const __m512i qs = _mm512_permutex2var_epi16(a, _mm512_load_si512(kQs), b);
+    const __m512i d = _mm512_permutexvar_epi16(_mm512_load_si512(kD), a);
+    return {_mm512_xor_si512(qs, _mm512_set1_epi8(static_cast<char>(0x80))),
+            _mm_cvtph_ps(_mm512_castsi512_si128(d))};
+  }
+
+  // raw = sum (w + 128) x; subtracting 128 * sum(x) of each block from one
+  // of its lanes (0 and 9: the even/odd halves of a 64-bit broadcast of the
+  // two corrections) leaves sum w x exactly.
+  template <int T>
+  static void Step(const MatmulArgs& a, const Q8Group& w, int64_t t0, int64_t g,
+                   __m512 (&acc)[T]) {
+    alignas(64) static const int32_t kSpread[16] = {0, 0, 0, 0, 0, 0, 0, 0,
+                                                    1, 1, 1, 1, 1, 1, 1, 1};
+    for (int j = 0; j < T; ++j) {
+      const auto* x = reinterpret_cast<const ActGroupQ8x2*>(a.xq + (t0 + j) * a.xq_stride) + g;
+      __m512i raw = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.wq, _mm512_load_si512(x->q));
+      int64_t corr;
+      std::memcpy(&corr, x->corr, sizeof corr);
+      raw = _mm512_mask_sub_epi32(raw, 0x0201, raw, _mm512_set1_epi64(corr));
+      const __m128 dx = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(x->d)));
+      const __m512 scale = _mm512_permutexvar_ps(_mm512_load_si512(kSpread),
+                                                 _mm512_castps128_ps512(_mm_mul_ps(w.d, dx)));
+      acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(raw), scale, acc[j]);
+    }
+  }
+
+  template <int R, int T>
+  static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, __m512 (&acc)[R][T]) {
+    const int64_t nblocks = a.cols / 32;
+    const int64_t full = nblocks / 2;
+    const uint8_t* row0 = a.w + r * a.row_bytes;
+    tiling::ForGroups<Q8_0Kernel, R, T>(full, acc, [&](int64_t g, __m512 (&part)[R][T]) {
+      for (int i = 0; i < R; ++i) {
+        const uint8_t* p = row0 + i * a.row_bytes + g * 2 * kBlockBytes;
+        int32_t last;
+        std::memcpy(&last, p + 64, sizeof last);
+        const Q8Group w =
+            Decode(_mm512_loadu_si512(p), _mm512_castsi128_si512(_mm_cvtsi32_si128(last)));
+        Step<T>(a, w, t0, g, part[i]);
+      }
+    });
+    if (nblocks % 2 != 0) {  // one block left: words 0..16
+      for (int i = 0; i < R; ++i) {
+        const uint8_t* p = row0 + i * a.row_bytes + full * 2 * kBlockBytes;
+        Step<T>(a, Decode(_mm512_maskz_loadu_epi16(Mask32(17), p), _mm512_setzero_si512()), t0,
+                full, acc[i]);
+      }
+    }
+  }
+};
+
+// Float weights: 16 columns per step, converted to fp32 in registers.
+struct LoadF32 {
+  static constexpr int kBytes = 4;
+  static __m512 Load(const uint8_t* p) { return _mm512_loadu_ps(p); }
+  static __m512 LoadMasked(const uint8_t* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+};
+struct LoadF16 {
+  static constexpr int kBytes = 2;
+  static __m512 Load(const uint8_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static __m512 LoadMasked(const uint8_t* p, __mmask16 m) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+  }
+};
+struct LoadBf16 {
+  static constexpr int kBytes = 2;
+  static __m512 Widen(__m256i v) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
+  }
+  static __m512 Load(const uint8_t* p) {
+    return Widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static __m512 LoadMasked(const uint8_t* p, __mmask16 m) {
+    return Widen(_mm256_maskz_loadu_epi16(m, p));
+  }
+};
+
+template <class L>
+struct FloatKernel : avx512::FloatAcc {
+  static constexpr int kMaxR = 4, kMaxT = 4;
+
+  template <int R, int T>
+  static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, __m512 (&acc)[R][T]) {
+    const uint8_t* row0 = a.w + r * a.row_bytes;
+    const float* x0 = a.x + t0 * a.cols;
+    tiling::ForGroups<FloatKernel, R, T>(a.cols / 16, acc, [&](int64_t g, __m512 (&part)[R][T]) {
+      const int64_t c = 16 * g;
+      __m512 xs[T];  // loaded once, reused by the R weight rows
+      for (int j = 0; j < T; ++j) xs[j] = _mm512_loadu_ps(x0 + j * a.cols + c);
+      for (int i = 0; i < R; ++i) {
+        const __m512 w = L::Load(row0 + i * a.row_bytes + c * L::kBytes);
+        for (int j = 0; j < T; ++j) part[i][j] = _mm512_fmadd_ps(w, xs[j], part[i][j]);
+      }
+    });
+    const int64_t c = a.cols / 16 * 16;
+    if (c < a.cols) {
+      const __mmask16 m = Mask16(static_cast<int>(a.cols - c));
+      for (int i = 0; i < R; ++i) {
+        const __m512 w = L::LoadMasked(row0 + i * a.row_bytes + c * L::kBytes, m);
+        for (int j = 0; j < T; ++j) {
+          acc[i][j] = _mm512_fmadd_ps(w, _mm512_maskz_loadu_ps(m, x0 + j * a.cols + c), acc[i][j]);
+        }
+      }
+    }
+  }
+};
+
+}  // namespace
+
+RowsKernel GetAvx512Kernel(GgmlType type) {
+  switch (type) {
+    case GgmlType::F32: return tiling::Rows<FloatKernel<LoadF32>>;
+    case GgmlType::F16: return tiling::Rows<FloatKernel<LoadF16>>;
+    case GgmlType::BF16: return tiling::Rows<FloatKernel<LoadBf16>>;
+    case GgmlType::Q4_0: return tiling::Rows<Q4Kernel<Q4_0Format>>;
+    case GgmlType::Q4_1: return tiling::Rows<Q4Kernel<Q4_1Format>>;
+    case GgmlType::Q8_0: return tiling::Rows<Q8_0Kernel>;
+    case GgmlType::Q4_K: case GgmlType::Q6_K: return GetAvx512KQuantKernel(type);
+  }
+  return nullptr;
+}
+
+#else  // !TROUPE_HAVE_AVX512
+
+RowsKernel GetAvx512Kernel(GgmlType) { return nullptr; }
+
+#endif
+
+}  // namespace troupe

@@ -1,0 +1,165 @@
+// Portable reference kernels: one weight row against one activation row at a
+// time, integer block dots in int32, fp32 accumulation. The SIMD kernels
+// compute the same sums and are tested against these.
+
+#include <cstring>
+
+#include "pipeline/quant/activations.h"
+#include "pipeline/quant/blocks.h"
+#include "pipeline/quant/half.h"
+#include "pipeline/quant/kernels.h"
+
+namespace troupe {
+namespace {
+
+uint16_t LoadU16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+float LoadF32(const uint8_t* p) {
+  float v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// Q4_0 / Q4_1 row . activation row (layout kQ8x4).
+template <bool kHasMin>
+float DotQ4(const uint8_t* w, const uint8_t* xq, int64_t cols) {
+  const auto* groups = reinterpret_cast<const ActGroupQ8x4*>(xq);
+  constexpr size_t kBlockBytes = kHasMin ? sizeof(BlockQ4_1) : sizeof(BlockQ4_0);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < cols / kQk; ++b) {
+    const uint8_t* blk = w + b * kBlockBytes;
+    const float dw = Fp16ToFp32(LoadU16(blk));
+    const float mw = kHasMin ? Fp16ToFp32(LoadU16(blk + 2)) : -8.0f * dw;
+    const uint8_t* qs = blk + (kHasMin ? 4 : 2);
+    const ActGroupQ8x4& g = groups[b / 4];
+    const int k = static_cast<int>(b % 4);
+    int32_t isum = 0;
+    for (int j = 0; j < 16; ++j) {
+      isum += (qs[j] & 0x0F) * g.lo[16 * k + j] + (qs[j] >> 4) * g.hi[16 * k + j];
+    }
+    acc += dw * g.ds[2 * k] * static_cast<float>(isum) + mw * g.ds[2 * k + 1];
+  }
+  return acc;
+}
+
+float DotQ8_0(const uint8_t* w, const uint8_t* xq, int64_t cols) {
+  const auto* groups = reinterpret_cast<const ActGroupQ8x2*>(xq);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < cols / kQk; ++b) {
+    BlockQ8_0 blk;
+    std::memcpy(&blk, w + b * sizeof(BlockQ8_0), sizeof blk);
+    const ActGroupQ8x2& g = groups[b / 2];
+    const int k = static_cast<int>(b % 2);
+    int32_t isum = 0;
+    for (int j = 0; j < kQk; ++j) isum += blk.qs[j] * g.q[32 * k + j];
+    acc += Fp16ToFp32(blk.d) * g.d[k] * static_cast<float>(isum);
+  }
+  return acc;
+}
+
+float DotQ4K(const uint8_t* w, const uint8_t* xq, int64_t cols) {
+  const auto* xb = reinterpret_cast<const ActBlockQ8K*>(xq);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < cols / kQkK; ++b) {
+    BlockQ4K blk;
+    std::memcpy(&blk, w + b * sizeof(BlockQ4K), sizeof blk);
+    uint8_t sc[8], m[8];
+    UnpackQ4KScales(blk.scales, sc, m);
+    const ActBlockQ8K& x = xb[b];
+    int32_t isum = 0, msum = 0;
+    for (int c = 0; c < 4; ++c) {
+      int32_t lo = 0, hi = 0;
+      // kQ8KPaired: values 64c + l at q[128(c/2) + 32(c%2) + l], 64c + 32 + l
+      // at q[128(c/2) + 64 + 32(c%2) + l].
+      const int8_t* xlo = x.q + 128 * (c / 2) + 32 * (c % 2);
+      for (int l = 0; l < 32; ++l) {
+        lo += (blk.qs[32 * c + l] & 0x0F) * xlo[l];
+        hi += (blk.qs[32 * c + l] >> 4) * xlo[64 + l];
+      }
+      isum += sc[2 * c] * lo + sc[2 * c + 1] * hi;
+    }
+    for (int i = 0; i < 8; ++i) msum += m[i] * x.bsum32[i];
+    acc += Fp16ToFp32(blk.d) * x.d * static_cast<float>(isum) -
+           Fp16ToFp32(blk.dmin) * x.d * static_cast<float>(msum);
+  }
+  return acc;
+}
+
+float DotQ6K(const uint8_t* w, const uint8_t* xq, int64_t cols) {
+  const auto* xb = reinterpret_cast<const ActBlockQ8K*>(xq);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < cols / kQkK; ++b) {
+    BlockQ6K blk;
+    std::memcpy(&blk, w + b * sizeof(BlockQ6K), sizeof blk);
+    const ActBlockQ8K& x = xb[b];
+    int32_t sub[16] = {};  // sum over each 16 values of q (unsigned 0..63) * x
+    for (int h = 0; h < 2; ++h) {
+      const uint8_t* ql = blk.ql + 64 * h;
+      const uint8_t* qh = blk.qh + 32 * h;
+      const int8_t* xs = x.q + 128 * h;
+      for (int l = 0; l < 32; ++l) {
+        const int q0 = (ql[l] & 0x0F) | ((qh[l] >> 0) & 3) << 4;
+        const int q1 = (ql[l + 32] & 0x0F) | ((qh[l] >> 2) & 3) << 4;
+        const int q2 = (ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4;
+        const int q3 = (ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4;
+        const int s = 8 * h + l / 16;
+        sub[s] += q0 * xs[l];
+        sub[s + 2] += q1 * xs[l + 32];
+        sub[s + 4] += q2 * xs[l + 64];
+        sub[s + 6] += q3 * xs[l + 96];
+      }
+    }
+    int32_t isum = 0;
+    for (int i = 0; i < 16; ++i) isum += blk.scales[i] * (sub[i] - 32 * x.bsum16[i]);
+    acc += Fp16ToFp32(blk.d) * x.d * static_cast<float>(isum);
+  }
+  return acc;
+}
+
+template <float (*kDot)(const uint8_t*, const uint8_t*, int64_t)>
+void QuantRows(const MatmulArgs& a, int64_t r0, int64_t r1) {
+  for (int64_t r = r0; r < r1; ++r) {
+    for (int64_t t = 0; t < a.n; ++t) {
+      a.y[t * a.ldy + r] = kDot(a.w + r * a.row_bytes, a.xq + t * a.xq_stride, a.cols);
+    }
+  }
+}
+
+float WeightF32(const uint8_t* row, int64_t c) { return LoadF32(row + 4 * c); }
+float WeightF16(const uint8_t* row, int64_t c) { return Fp16ToFp32(LoadU16(row + 2 * c)); }
+float WeightBf16(const uint8_t* row, int64_t c) { return Bf16ToFp32(LoadU16(row + 2 * c)); }
+
+template <float (*kWeight)(const uint8_t*, int64_t)>
+void FloatRows(const MatmulArgs& a, int64_t r0, int64_t r1) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const uint8_t* row = a.w + r * a.row_bytes;
+    for (int64_t t = 0; t < a.n; ++t) {
+      const float* x = a.x + t * a.cols;
+      float acc = 0.0f;
+      for (int64_t c = 0; c < a.cols; ++c) acc += kWeight(row, c) * x[c];
+      a.y[t * a.ldy + r] = acc;
+    }
+  }
+}
+
+}  // namespace
+
+RowsKernel GetScalarKernel(GgmlType type) {
+  switch (type) {
+    case GgmlType::F32: return FloatRows<WeightF32>;
+    case GgmlType::F16: return FloatRows<WeightF16>;
+    case GgmlType::BF16: return FloatRows<WeightBf16>;
+    case GgmlType::Q4_0: return QuantRows<DotQ4<false>>;
+    case GgmlType::Q4_1: return QuantRows<DotQ4<true>>;
+    case GgmlType::Q8_0: return QuantRows<DotQ8_0>;
+    case GgmlType::Q4_K: return QuantRows<DotQ4K>;
+    case GgmlType::Q6_K: return QuantRows<DotQ6K>;
+  }
+  return nullptr;
+}
+
+}  // namespace troupe

@@ -1,0 +1,118 @@
+#include "pipeline/quant/thread_pool.h"
+
+#include <sched.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define TROUPE_CPU_RELAX() _mm_pause()
+#else
+#define TROUPE_CPU_RELAX() ((void)0)
+#endif
+
+namespace troupe {
+namespace {
+
+// ~30-60 us of polling before a thread goes to sleep; every 64 polls it
+// yields so a crowded core goes to whoever needs it.
+constexpr int kSpinPolls = 4096;
+
+template <class Pred>
+bool SpinUntil(const Pred& ready) {
+  for (int i = 0; i < kSpinPolls; ++i) {
+    if (ready()) return true;
+    if ((i & 63) == 63) {
+      sched_yield();
+    } else {
+      TROUPE_CPU_RELAX();
+    }
+  }
+  return ready();
+}
+
+}  // namespace
+
+ThreadPool& ThreadPool::Global() {
+  static ThreadPool* pool = new ThreadPool();  // never destroyed: workers may outlive static teardown
+  return *pool;
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+    generation_.fetch_add(1);
+  }
+  wake_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+void ThreadPool::EnsureWorkers(int n) {
+  while (static_cast<int>(workers_.size()) < n) workers_.emplace_back([this] { WorkerLoop(); });
+}
+
+void ThreadPool::Work(Job& job) {
+  for (int p = job.next.fetch_add(1); p < job.parts; p = job.next.fetch_add(1)) {
+    (*job.fn)(p);
+    if (job.done.fetch_add(1, std::memory_order_acq_rel) + 1 == job.parts) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      finished_.notify_all();
+    }
+  }
+}
+
+void ThreadPool::WorkerLoop() {
+  uint64_t seen = 0;
+  while (true) {
+    if (!SpinUntil([&] { return generation_.load(std::memory_order_acquire) != seen; })) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      sleeping_.fetch_add(1);
+      wake_.wait(lock, [&] { return stop_ || generation_.load() != seen; });
+      sleeping_.fetch_sub(1);
+    }
+    std::shared_ptr<Job> job;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (stop_) return;
+      seen = generation_.load();
+      job = job_;
+    }
+    if (job) Work(*job);
+  }
+}
+
+void ThreadPool::Run(int parts, const std::function<void(int part)>& fn) {
+  if (parts <= 1) {
+    if (parts == 1) fn(0);
+    return;
+  }
+  std::lock_guard<std::mutex> run_lock(run_mutex_);
+  EnsureWorkers(parts - 1);
+  auto job = std::make_shared<Job>();
+  job->fn = &fn;
+  job->parts = parts;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    job_ = job;
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  if (sleeping_.load() > 0) wake_.notify_all();
+  Work(*job);
+  if (!SpinUntil([&] { return job->done.load(std::memory_order_acquire) == parts; })) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    finished_.wait(lock, [&] { return job->done.load() == parts; });
+  }
+}
+
+void ParallelRanges(int64_t n, int parts, const std::function<void(int64_t, int64_t)>& body) {
+  if (parts <= 1 || n <= 1) {
+    if (n > 0) body(0, n);
+    return;
+  }
+  if (parts > n) parts = static_cast<int>(n);
+  ThreadPool::Global().Run(parts, [&](int p) {
+    const int64_t begin = n * p / parts, end = n * (p + 1) / parts;
+    if (begin < end) body(begin, end);
+  });
+}
+
+}  // namespace troupe

@@ -1,0 +1,59 @@
+// ThreadPool: every part runs exactly once, for any part count, from many
+// successive and concurrent callers; ParallelRanges covers [0, n) exactly.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "pipeline/quant/thread_pool.h"
+
+namespace troupe {
+namespace {
+
+TEST(ThreadPool, EveryPartRunsExactlyOnce) {
+  ThreadPool pool;
+  for (int parts : {1, 2, 3, 7, 16}) {
+    for (int round = 0; round < 200; ++round) {
+      std::vector<std::atomic<int>> hits(parts);
+      pool.Run(parts, [&](int p) { hits[p].fetch_add(1); });
+      for (int p = 0; p < parts; ++p) ASSERT_EQ(hits[p].load(), 1) << "parts " << parts << " part " << p;
+    }
+  }
+}
+
+TEST(ThreadPool, ConcurrentCallersAreSerializedCorrectly) {
+  std::atomic<int64_t> total{0};
+  std::vector<std::thread> callers;
+  for (int c = 0; c < 4; ++c) {
+    callers.emplace_back([&] {
+      for (int i = 0; i < 300; ++i) ThreadPool::Global().Run(3, [&](int p) { total.fetch_add(p + 1); });
+    });
+  }
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(total.load(), 4 * 300 * (1 + 2 + 3));
+}
+
+TEST(ThreadPool, WorkersWakeAfterSleeping) {
+  ThreadPool pool;
+  std::atomic<int> n{0};
+  pool.Run(2, [&](int) { n.fetch_add(1); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // workers are asleep by now
+  pool.Run(2, [&](int) { n.fetch_add(1); });
+  EXPECT_EQ(n.load(), 4);
+}
+
+TEST(ThreadPool, ParallelRangesCoverEveryIndexOnce) {
+  for (int64_t n : {0, 1, 5, 1000}) {
+    for (int parts : {1, 2, 3, 8}) {
+      std::vector<std::atomic<int>> seen(n);
+      ParallelRanges(n, parts, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) seen[i].fetch_add(1);
+      });
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(seen[i].load(), 1) << n << " " << parts;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace troupe
