@@ -11,9 +11,9 @@
 namespace troupe::app {
 namespace {
 
-std::string Dump(const nlohmann::json& j) {
+std::string Dump(const nlohmann::ordered_json& j) {
   // Token text can end in a partial UTF-8 sequence at the very end of a reply.
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 }  // namespace
@@ -30,7 +30,7 @@ void TokenPrinter::Token(const TokenEvent& ev) {
     return;
   }
   if (ev.end_of_generation && ev.text.empty()) return;  // the end marker itself is not part of the answer
-  std::cout << Dump({{"token", ev.id}, {"text", ev.text}}) << "\n" << std::flush;
+  std::cout << Dump(nlohmann::ordered_json{{"token", ev.id}, {"text", ev.text}}) << "\n" << std::flush;
 }
 
 void TokenPrinter::Done(const GenerateStats& s) {
@@ -39,7 +39,7 @@ void TokenPrinter::Done(const GenerateStats& s) {
     return;
   }
   const double decode_steps = static_cast<double>(s.decode_steps);
-  nlohmann::json j = {
+  nlohmann::ordered_json j = {
       {"done", true},
       {"prompt_tokens", s.prompt_tokens},
       {"generated_tokens", s.generated_tokens},

@@ -1,12 +1,26 @@
 #!/usr/bin/env bash
-# Runs every test: setup (deps + build), then CTest — GoogleTest units, the
-# Python reference tests (llama.cpp conformance, Hugging Face tokenizer), and
-# the AddressSanitizer run of the file/format parsers.
+# Runs every test:
+#   1. setup (dependencies, test references, build),
+#   2. CTest: GoogleTest units, cross-process transport tests, the Python
+#      reference tests (llama.cpp conformance, Hugging Face tokenizer, the
+#      local cluster end to end),
+#   3. the parsers and kernels again under AddressSanitizer + UBSan
+#      (scripts/asan.sh, its own build folder),
+#   4. the wire decoders under libFuzzer for a bounded time
+#      (scripts/fuzz.sh, FUZZ_SECONDS each, default 30).
 #
-#   scripts/test.sh              # everything
-#   scripts/test.sh -L unit      # extra arguments go to ctest
+#   scripts/test.sh                 # everything
+#   scripts/test.sh -L unit         # extra arguments go to ctest (and skip 3 and 4)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --with-test-deps
-cd build
-ctest --output-on-failure -j"$(nproc)" "$@"
+status=0
+(cd build && ctest --output-on-failure -j"$(nproc)" "$@") || status=1
+if [ $# -eq 0 ]; then
+  scripts/asan.sh || status=1
+  FUZZ_SECONDS=${FUZZ_SECONDS:-30} scripts/fuzz.sh || status=1
+fi
+if [ $status -ne 0 ]; then
+  echo "scripts/test.sh: some tests failed" >&2
+fi
+exit $status
