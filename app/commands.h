@@ -15,6 +15,10 @@ void RegisterGenerate(CLI::App& app);
 void RegisterTokenize(CLI::App& app);
 void RegisterScore(CLI::App& app);
 void RegisterKeys(CLI::App& app);
+void RegisterNode(CLI::App& app);
+void RegisterCluster(CLI::App& app);
+void RegisterSubmit(CLI::App& app);
+void RegisterStatus(CLI::App& app);
 
 int ExitCode();
 void SetExitCode(int code);

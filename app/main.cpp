@@ -11,6 +11,10 @@ int main(int argc, char** argv) {
   troupe::app::RegisterTokenize(app);
   troupe::app::RegisterScore(app);
   troupe::app::RegisterKeys(app);
+  troupe::app::RegisterNode(app);
+  troupe::app::RegisterCluster(app);
+  troupe::app::RegisterSubmit(app);
+  troupe::app::RegisterStatus(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

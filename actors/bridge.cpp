@@ -1,0 +1,74 @@
+#include "actors/bridge.h"
+
+#include <caf/send.hpp>
+
+#include <iostream>
+
+#include "actors/protocol.h"
+#include "actors/wire.h"
+#include "messages/envelope_codec.h"
+
+namespace troupe::actors {
+
+Bridge::Bridge(std::shared_ptr<NodeContext> ctx) : ctx_(std::move(ctx)) {}
+
+transport::PollLoopCallbacks Bridge::Callbacks() {
+  transport::PollLoopCallbacks cb;
+  cb.on_message = [this](transport::LinkId link, transport::Inbound&& m) { OnMessage(link, std::move(m)); };
+  cb.on_send_error = [this](transport::LinkId link, const std::string& peer, const Status& e) {
+    OnSendError(link, peer, e);
+  };
+  cb.on_event = [this](transport::LinkId link, const transport::LinkEvent& e) { OnEvent(link, e); };
+  cb.on_tick = [this] { OnTick(); };
+  return cb;
+}
+
+void Bridge::Answer(const Origin& to, v1::Envelope envelope) {
+  if (!replies_) replies_ = std::make_unique<Outbound>(ctx_->loop);
+  envelope.set_sender(ctx_->node_id);
+  WireResult<transport::Frames> frames = EncodeFrames(std::move(envelope), at::Tensor());
+  if (!frames.ok() || !replies_->Send(to.link, to.peer, std::move(*frames)).ok()) {
+    ctx_->counters.send_errors++;
+  }
+}
+
+void Bridge::OnMessage(transport::LinkId link, transport::Inbound&& message) {
+  const Origin from{link, std::move(message.peer)};
+  WireResult<Received> received = DecodeFrames(message.frames, ctx_->limits, &ctx_->rejects);
+  if (!received.ok()) {
+    // Rejected before any actor sees it (and counted by DecodeFrames).
+    v1::Envelope env = NewEnvelope();
+    *env.mutable_error() = received.error().ToProto();
+    env.mutable_error()->set_node_id(ctx_->node_id);
+    return Answer(from, std::move(env));
+  }
+  const bool job_link = link == ctx_->links->job_listener();
+  std::optional<v1::Envelope> refused = DeliverLocal(*ctx_, from, std::move(*received), job_link);
+  if (refused) Answer(from, std::move(*refused));
+}
+
+void Bridge::OnSendError(transport::LinkId link, const std::string& peer, const Status& error) {
+  ctx_->counters.send_errors++;
+  if (link == ctx_->links->job_listener() && !peer.empty()) {
+    if (ctx_->scheduler) caf::anon_send(ctx_->scheduler, PeerGone{Origin{link, peer}});
+    return;
+  }
+  std::cerr << "troupe node " << ctx_->node_id << ": send failed on link " << link
+            << (peer.empty() ? "" : " to " + peer) << ": " << error.ToString() << std::endl;
+}
+
+void Bridge::OnEvent(transport::LinkId link, const transport::LinkEvent& event) {
+  if (event.kind != transport::LinkEventKind::kDisconnected || !ctx_->scheduler) return;
+  const std::string node = ctx_->links->NodeOf(link);  // only our connections to other nodes
+  if (!node.empty()) caf::anon_send(ctx_->scheduler, NodeDown{node});
+}
+
+void Bridge::OnTick() {
+  if (replies_ && replies_->HasQueued()) {
+    size_t dropped = 0;
+    replies_->Retry(&dropped);
+    ctx_->counters.send_errors += dropped;
+  }
+}
+
+}  // namespace troupe::actors

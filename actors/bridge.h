@@ -1,0 +1,43 @@
+// Bridge: the node's PollLoop callbacks — the one thread that owns every
+// socket of the process turns inbound frames into CAF messages for local
+// actors, and reports what could not be sent.
+//
+//   link ──frames──▶ DecodeFrames (messages/ checks, reject counters)
+//                      ├─ rejected ─▶ Error reply to the sender (counted)
+//                      └─ ok ──▶ DeliverLocal ─▶ caf::anon_send(actor, ...)
+//
+// Outbound messages do not pass through here: actors hand them to the loop
+// through their own Outboxes (actors/sender.h). The bridge's own replies
+// (rejections) go through an Outbound owned by the loop thread.
+//
+// Thread-safety: the callbacks run on the loop thread only. The Bridge must
+// outlive the PollLoop that calls it (Node stops the loop first).
+#pragma once
+
+#include <memory>
+
+#include "actors/node_context.h"
+#include "actors/outbound.h"
+#include "transport/poll_loop.h"
+
+namespace troupe::actors {
+
+class Bridge {
+ public:
+  explicit Bridge(std::shared_ptr<NodeContext> ctx);
+
+  // Callbacks bound to this bridge, for PollLoop::Start.
+  transport::PollLoopCallbacks Callbacks();
+
+ private:
+  void OnMessage(transport::LinkId link, transport::Inbound&& message);
+  void OnSendError(transport::LinkId link, const std::string& peer, const Status& error);
+  void OnEvent(transport::LinkId link, const transport::LinkEvent& event);
+  void OnTick();
+  void Answer(const Origin& to, v1::Envelope envelope);
+
+  std::shared_ptr<NodeContext> ctx_;
+  std::unique_ptr<Outbound> replies_;  // created on the loop thread
+};
+
+}  // namespace troupe::actors

@@ -1,0 +1,30 @@
+// Embedding: token ids -> hidden states [tokens, hidden] f32, the first
+// stage of the ring (head).
+//
+// Protocol:
+//   StepMessage   token ids of a session's next positions (the prompt from
+//                 the scheduler, each sampled token from the sampler) with
+//                 the rest of the route: embedded and sent to the first shard
+//   retry_atom    resend what backpressure held back
+//
+// A long prompt is sent as chunks of at most kPrefillChunk positions (as the
+// single-process engine does); every chunk but the last ends at the last
+// shard, since only the last position's logits are needed. Stateless: the
+// route travels with each step. Failures (an id outside the vocabulary) go
+// to the scheduler as SessionFailed.
+#pragma once
+
+#include <caf/fwd.hpp>
+
+#include <cstdint>
+#include <memory>
+
+#include "actors/node_context.h"
+
+namespace troupe::actors {
+
+constexpr int64_t kPrefillChunk = 512;
+
+caf::actor SpawnEmbedding(caf::actor_system& system, std::shared_ptr<NodeContext> ctx);
+
+}  // namespace troupe::actors

@@ -1,0 +1,144 @@
+#include "actors/job_client.h"
+
+#include <chrono>
+#include <random>
+#include <sstream>
+
+#include <zmq.hpp>
+
+#include "messages/envelope_codec.h"
+#include "messages/protocol.h"
+#include "messages/wire_error.h"
+#include "transport/keys.h"
+#include "transport/link.h"
+#include "transport/security.h"
+
+namespace troupe::actors {
+
+struct JobClient::Impl {
+  JobClientOptions options;
+  zmq::context_t context{1};
+  std::unique_ptr<transport::Connection> connection;
+  uint64_t next_request = 0;
+
+  ~Impl() { connection.reset(); }
+
+  Status Send(const v1::Envelope& env) {
+    transport::Frames frames;
+    frames.push_back(transport::CopyFrame(EncodeEnvelope(env)));
+    // The DEALER queues while it connects; wait for room rather than fail.
+    Status st = connection->Send(frames);
+    if (transport::IsWouldBlock(st)) {
+      TROUPE_RETURN_IF_ERROR(connection->WaitWritable(options.first_reply_ms));
+      st = connection->Send(frames);
+    }
+    return st;
+  }
+
+  // The next envelope answering `request_id`, waiting at most `timeout_ms`.
+  Result<v1::Envelope> Receive(uint64_t request_id, int timeout_ms) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (true) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) break;
+      Result<transport::Frames> frames = connection->Receive(static_cast<int>(left.count()));
+      if (!frames.ok()) {
+        if (transport::IsWouldBlock(frames.status())) break;
+        return frames.status();
+      }
+      if (frames->empty()) continue;
+      WireResult<v1::Envelope> env = DecodeEnvelope((*frames)[0].data(), (*frames)[0].size(), size_t{4} << 20);
+      if (!env.ok()) return Status::Corrupt("bad answer from " + options.endpoint + ": " + env.error().ToString());
+      if (env->request_id() != request_id && !env->has_error()) continue;  // a stale answer
+      return std::move(*env);
+    }
+    return Status::OutOfRange("no answer from " + options.endpoint + " within " +
+                              std::to_string(timeout_ms / 1000.0).substr(0, 4) + " s (is the cluster running?)");
+  }
+};
+
+namespace {
+
+Status ErrorStatus(const v1::Error& e) {
+  WireError w{e.code(), e.text()};
+  StatusCode code = e.code() == v1::TIMEOUT ? StatusCode::kOutOfRange : StatusCode::kUnsupported;
+  return Status(code, w.ToString());
+}
+
+std::string RandomClientId() {
+  std::random_device rd;
+  std::ostringstream s;
+  s << "client-" << std::hex << rd() << rd();
+  return s.str();
+}
+
+}  // namespace
+
+JobClient::JobClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+JobClient::~JobClient() = default;
+
+Result<std::unique_ptr<JobClient>> JobClient::Connect(const JobClientOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  transport::SecurityConfig security = transport::PlainSecurity();
+  if (!options.server_key.empty()) {
+    security.curve = true;
+    if (!options.client_key_file.empty()) {
+      TROUPE_ASSIGN_OR_RETURN(security.keys, transport::ReadSecretKeyFile(options.client_key_file));
+    } else {
+      TROUPE_ASSIGN_OR_RETURN(security.keys, transport::GenerateKeyPair());
+    }
+    // A client accepts no connections; the allowlist only has to be valid.
+    TROUPE_RETURN_IF_ERROR(security.allowlist.Add(options.server_key));
+  }
+  transport::LinkOptions link;
+  link.monitor = false;
+  TROUPE_ASSIGN_OR_RETURN(impl->connection,
+                          transport::Connection::Connect(impl->context, options.endpoint, RandomClientId(), security,
+                                                         options.server_key, link));
+  std::random_device rd;
+  impl->next_request = (static_cast<uint64_t>(rd()) << 20) | 1;
+  return std::unique_ptr<JobClient>(new JobClient(std::move(impl)));
+}
+
+Result<v1::Finish> JobClient::Run(const v1::JobSubmit& job, const std::function<void(const v1::Token&)>& on_token) {
+  Impl& m = *impl_;
+  const uint64_t request = m.next_request++;
+  v1::Envelope env = NewEnvelope(request);
+  *env.mutable_job_submit() = job;
+  TROUPE_RETURN_IF_ERROR(m.Send(env));
+  int timeout = m.options.first_reply_ms;
+  while (true) {
+    TROUPE_ASSIGN_OR_RETURN(v1::Envelope answer, m.Receive(request, timeout));
+    timeout = m.options.idle_ms;
+    switch (answer.body_case()) {
+      case v1::Envelope::kJobStatus:
+        if (answer.job_status().state() == v1::JOB_FAILED) return ErrorStatus(answer.job_status().error());
+        break;
+      case v1::Envelope::kToken:
+        if (on_token) on_token(answer.token());
+        break;
+      case v1::Envelope::kFinish:
+        if (answer.finish().reason() == v1::FINISH_ERROR) return ErrorStatus(answer.finish().error());
+        return answer.finish();
+      case v1::Envelope::kError:
+        return ErrorStatus(answer.error());
+      default:
+        break;
+    }
+  }
+}
+
+Result<v1::MetricsSnapshot> JobClient::Metrics() {
+  Impl& m = *impl_;
+  const uint64_t request = m.next_request++;
+  v1::Envelope env = NewEnvelope(request);
+  env.mutable_metrics_snapshot();
+  TROUPE_RETURN_IF_ERROR(m.Send(env));
+  TROUPE_ASSIGN_OR_RETURN(v1::Envelope answer, m.Receive(request, m.options.first_reply_ms));
+  if (answer.has_error()) return ErrorStatus(answer.error());
+  if (!answer.has_metrics_snapshot()) return Status::Corrupt("unexpected answer to a metrics query");
+  return answer.metrics_snapshot();
+}
+
+}  // namespace troupe::actors

@@ -1,0 +1,77 @@
+// Links: the sockets of one node, all owned by its PollLoop — the node
+// listener (ROUTER, where peers send steps and session messages), the job
+// listener on a head (ROUTER, where clients submit jobs), and one connection
+// (DEALER, routing id = this node's id) per peer node this node sends to.
+//
+// Connections are made on first use: ConnectTo(node, endpoint) returns the
+// existing link to that node or dials it (with the peer's CURVE public key
+// from the config in curve mode). A peer that moved to another endpoint gets
+// a new link.
+//
+// Thread-safety: every method may be called from any thread (a mutex guards
+// the maps); the sockets themselves only ever live on the loop thread.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <zmq.hpp>
+
+#include "pipeline/status.h"
+#include "transport/link.h"
+#include "transport/poll_loop.h"
+#include "transport/security.h"
+
+namespace troupe::actors {
+
+class Links {
+ public:
+  // `peer_keys`: node id -> Z85 public key (curve mode).
+  Links(zmq::context_t& context, transport::PollLoop& loop, std::string node_id,
+        transport::SecurityConfig security, std::map<std::string, std::string> peer_keys,
+        transport::LinkOptions options);
+
+  // Binds a listener with this node's link options (not yet polled: the
+  // node learns its address before any message can arrive).
+  Result<std::unique_ptr<transport::Listener>> Bind(const std::string& endpoint,
+                                                    const transport::SecurityConfig& security) const;
+  // Hands the node listener / the job listener to the loop.
+  Status AdoptNodeListener(std::unique_ptr<transport::Listener> listener);
+  Status AdoptJobListener(std::unique_ptr<transport::Listener> listener);
+
+  transport::LinkId node_listener() const;
+  transport::LinkId job_listener() const;  // 0 when there is none
+
+  // The connection to `node_id`, dialling `endpoint` when there is none yet
+  // (or the peer moved). NotFound when curve mode has no key for the peer;
+  // the transport's errors otherwise.
+  Result<transport::LinkId> ConnectTo(const std::string& node_id, const std::string& endpoint);
+
+  // The peer node a connection link goes to ("" for listeners and unknown links).
+  std::string NodeOf(transport::LinkId link) const;
+
+  const std::string& node_id() const { return node_id_; }
+  bool curve() const { return security_.curve; }
+
+ private:
+  zmq::context_t& context_;
+  transport::PollLoop& loop_;
+  const std::string node_id_;
+  const transport::SecurityConfig security_;
+  const std::map<std::string, std::string> peer_keys_;
+  const transport::LinkOptions options_;
+
+  mutable std::mutex mu_;
+  transport::LinkId node_listener_ = 0;
+  transport::LinkId job_listener_ = 0;
+  struct Dialled {
+    std::string endpoint;
+    transport::LinkId link = 0;
+  };
+  std::map<std::string, Dialled> connections_;           // by node id
+  std::map<transport::LinkId, std::string> link_nodes_;  // connection -> node id
+};
+
+}  // namespace troupe::actors

@@ -1,0 +1,111 @@
+#include "actors/lm_head_actor.h"
+
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/cat.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "actors/stage_actor.h"
+
+namespace troupe::actors {
+namespace {
+
+class LmHeadActor : public StageActor {
+ public:
+  LmHeadActor(caf::actor_config& cfg, std::shared_ptr<NodeContext> ctx) : StageActor(cfg, std::move(ctx)) {}
+
+  const char* name() const override { return "lm_head"; }
+
+  caf::behavior make_behavior() override {
+    return {
+        [this](StepMessage& m) { OnStep(m); },
+        [this](flush_atom) { RunBatch(); },
+        StartHandler(),
+        RetryHandler(),
+    };
+  }
+
+  void on_exit() override {
+    StageActor::on_exit();
+    pending_.clear();
+  }
+
+ private:
+  void OnStep(StepMessage& m) {
+    const int64_t hidden = ctx_->source->config().hidden;
+    const at::Tensor& t = m.tensor;
+    if (!t.defined() || t.dim() != 2 || t.size(0) < 1 || t.size(1) != hidden || t.scalar_type() != at::kFloat) {
+      return ReportFailure(m.step.session_id(), v1::BAD_TENSOR,
+                           "the LM head needs hidden states [rows, " + std::to_string(hidden) + "] f32",
+                           m.from, m.request_id);
+    }
+    pending_.push_back(std::move(m));
+    if (!flush_scheduled_) {
+      flush_scheduled_ = true;
+      send(this, flush_atom::value);
+    }
+  }
+
+  void RunBatch() {
+    flush_scheduled_ = false;
+    std::vector<StepMessage> batch;
+    const size_t max_sessions = ctx_->config.max_batch_sessions > 0 ? ctx_->config.max_batch_sessions : pending_.size();
+    const size_t take = std::min(max_sessions, pending_.size());
+    for (size_t i = 0; i < take; ++i) batch.push_back(std::move(pending_[i]));
+    pending_.erase(pending_.begin(), pending_.begin() + take);
+    if (!pending_.empty()) {
+      flush_scheduled_ = true;
+      send(this, flush_atom::value);
+    }
+    if (batch.empty()) return;
+    Result<at::Tensor> logits = Status::Internal("not run");
+    try {
+      std::vector<at::Tensor> rows;
+      for (const StepMessage& m : batch) {
+        const int64_t n = m.tensor.size(0);
+        rows.push_back(m.tensor.slice(0, n - 1, n));
+      }
+      at::Tensor x = rows.size() == 1 ? rows[0].contiguous() : at::cat(rows, 0);
+      ComputeTimer timer(ctx_->counters.compute_ns);
+      logits = ctx_->lm_head->Forward(x);
+    } catch (const std::exception& e) {
+      logits = Status::Internal(std::string("LM head: ") + e.what());
+    }
+    if (!logits.ok()) {
+      for (const StepMessage& m : batch) {
+        ReportFailure(m.step.session_id(), v1::INTERNAL, logits.status().ToString(), m.from, m.request_id);
+      }
+      return;
+    }
+    ctx_->counters.steps += batch.size();
+    ctx_->counters.batches++;
+    ctx_->counters.batch_rows += batch.size();
+    if (batch.size() > ctx_->counters.max_batch_sessions) ctx_->counters.max_batch_sessions = batch.size();
+    for (size_t i = 0; i < batch.size(); ++i) {
+      StepMessage& m = batch[i];
+      const int64_t n = m.tensor.size(0);
+      v1::Step next = std::move(m.step);
+      next.set_first_position(next.first_position() + static_cast<uint32_t>(n - 1));
+      next.set_token_count(1);
+      next.clear_hop();
+      next.clear_tensor();
+      const uint64_t id = next.session_id();
+      at::Tensor row = batch.size() == 1 ? *logits : logits->slice(0, i, i + 1);
+      Status st = sender_.ForwardStep(std::move(next), std::move(row));
+      if (!st.ok()) ReportFailure(id, v1::UNAVAILABLE, "LM head cannot forward: " + st.ToString(), m.from);
+    }
+    ScheduleRetry();
+  }
+
+  std::vector<StepMessage> pending_;
+  bool flush_scheduled_ = false;
+};
+
+}  // namespace
+
+caf::actor SpawnLmHead(caf::actor_system& system, std::shared_ptr<NodeContext> ctx) {
+  return system.spawn<LmHeadActor, caf::lazy_init>(std::move(ctx));
+}
+
+}  // namespace troupe::actors

@@ -1,0 +1,25 @@
+// LmHead: final norm + output projection, the last model stage (head).
+//
+// Protocol:
+//   StepMessage   hidden states of a session's step (the last shard sends
+//                 only the last row): queued for the next batch
+//   flush_atom    one LmHead::Forward over the last row of every queued step;
+//                 each session's logits [1, vocab] go to the next hop (the
+//                 sampler)
+//   retry_atom    resend what backpressure held back
+//
+// Batching as in the shard: a flush sent to self lands behind the steps that
+// arrived meanwhile. Failures go to the scheduler as SessionFailed.
+#pragma once
+
+#include <caf/fwd.hpp>
+
+#include <memory>
+
+#include "actors/node_context.h"
+
+namespace troupe::actors {
+
+caf::actor SpawnLmHead(caf::actor_system& system, std::shared_ptr<NodeContext> ctx);
+
+}  // namespace troupe::actors

@@ -1,0 +1,361 @@
+#include "actors/local_cluster.h"
+
+#include <nlohmann/json.hpp>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "actors/child_process.h"
+#include "actors/job_client.h"
+#include "actors/node_config.h"
+#include "pipeline/format/model_source.h"
+#include "transport/keys.h"
+
+namespace troupe::actors {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// True when SIGINT/SIGTERM/SIGHUP is pending (they are blocked: see RunClusterUp).
+bool StopRequested() {
+  sigset_t pending;
+  sigemptyset(&pending);
+  if (sigpending(&pending) != 0) return false;
+  return sigismember(&pending, SIGINT) == 1 || sigismember(&pending, SIGTERM) == 1 ||
+         sigismember(&pending, SIGHUP) == 1;
+}
+
+const Status kInterrupted = Status(StatusCode::kInternal, "interrupted while starting");
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string LogTail(const std::string& path, size_t lines = 8) {
+  std::string text = ReadFile(path);
+  size_t pos = text.size();
+  for (size_t n = 0; n <= lines && pos > 0; ++n) {
+    pos = text.rfind('\n', pos - 1);
+    if (pos == std::string::npos) {
+      pos = 0;
+      break;
+    }
+  }
+  return text.substr(pos);
+}
+
+Status WriteAtomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    if (!out) return Status::IoError("cannot write " + tmp);
+    out << text;
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) return Status::IoError("cannot rename " + tmp + ": " + ec.message());
+  return Status::Ok();
+}
+
+std::string Endpoint(int base_port, int offset) {
+  return base_port > 0 ? "tcp://127.0.0.1:" + std::to_string(base_port + offset) : "tcp://127.0.0.1:*";
+}
+
+// Keys of one node: reuses DIR/keys/<id>/node.key when present.
+Result<std::string> EnsureKeys(const std::string& dir, const std::string& id) {
+  const std::string key_dir = dir + "/keys/" + id;
+  std::error_code ec;
+  fs::create_directories(dir + "/keys", ec);
+  if (!fs::exists(key_dir + "/" + transport::kSecretKeyFileName)) {
+    TROUPE_RETURN_IF_ERROR(transport::GenerateKeyFiles(key_dir));
+  }
+  TROUPE_ASSIGN_OR_RETURN(std::string pub, transport::ReadPublicKeyFile(key_dir + "/" + transport::kPublicKeyFileName));
+  fs::create_directories(dir + "/keys/allowlist", ec);
+  fs::copy_file(key_dir + "/" + transport::kPublicKeyFileName, dir + "/keys/allowlist/" + id + ".pub",
+                fs::copy_options::overwrite_existing, ec);
+  if (ec) return Status::IoError("cannot write the allowlist in " + dir + "/keys/allowlist: " + ec.message());
+  return pub;
+}
+
+// {"pid", "node_endpoint", "job_endpoint"} from a node's ready file, waiting
+// for it; fails when the node dies first or the deadline passes.
+Status WaitReady(ClusterNode& node, const std::string& ready_file, const std::string& log,
+                 Clock::time_point deadline) {
+  while (Clock::now() < deadline) {
+    if (StopRequested()) return kInterrupted;
+    int status = 0;
+    if (!ChildRunning(node.pid, &status)) {
+      node.pid = -1;
+      return Status::Internal("node " + node.id + " " + DescribeExit(status) + "; last lines of " + log + ":\n" +
+                              LogTail(log));
+    }
+    if (fs::exists(ready_file)) {
+      try {
+        nlohmann::json j = nlohmann::json::parse(ReadFile(ready_file));
+        node.node_endpoint = j.at("node_endpoint").get<std::string>();
+        node.job_endpoint = j.at("job_endpoint").get<std::string>();
+        return Status::Ok();
+      } catch (const std::exception& e) {
+        return Status::Corrupt(ready_file + ": " + e.what());
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return Status::OutOfRange("node " + node.id + " was not ready in time; last lines of " + log + ":\n" + LogTail(log));
+}
+
+}  // namespace
+
+LocalCluster::~LocalCluster() { Stop(); }
+
+void LocalCluster::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  std::vector<pid_t> pids;
+  // Shards first: the head then sees no half-closed sessions being replayed.
+  for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) pids.push_back(it->pid);
+  StopChildren(pids, 10000);
+  for (ClusterNode& n : nodes_) n.pid = -1;
+}
+
+std::string LocalCluster::CheckChildren() {
+  for (ClusterNode& n : nodes_) {
+    int status = 0;
+    if (n.pid > 0 && !ChildRunning(n.pid, &status)) {
+      n.pid = -1;
+      return "node " + n.id + " " + DescribeExit(status) + "; see " + dir_ + "/logs/" + n.id + ".log";
+    }
+  }
+  return "";
+}
+
+Result<std::unique_ptr<LocalCluster>> LocalCluster::Start(const ClusterOptions& options) {
+  std::unique_ptr<LocalCluster> cluster(new LocalCluster());
+  Status st = cluster->Launch(options);
+  if (!st.ok()) {
+    cluster->Stop();
+    return st;
+  }
+  return cluster;
+}
+
+Status LocalCluster::Launch(const ClusterOptions& o) {
+  if (o.shards < 1 || o.replicas < 1) return Status::InvalidArgument("--shards and --replicas must be at least 1");
+  std::error_code ec;
+  const std::string model = fs::weakly_canonical(o.model, ec).string();
+  TROUPE_ASSIGN_OR_RETURN(auto source, ModelSource::Open(model));
+  const int64_t n_layers = source->config().n_layers;
+  source.reset();
+  if (o.shards > n_layers) {
+    return Status::InvalidArgument("--shards " + std::to_string(o.shards) + " exceeds the model's " +
+                                   std::to_string(n_layers) + " layers");
+  }
+  dir_ = o.dir;
+  if (dir_.empty()) {
+    std::string tmpl = (fs::temp_directory_path() / "troupe-cluster-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) return Status::IoError("cannot create a temporary directory");
+    dir_ = tmpl;
+  }
+  fs::create_directories(dir_ + "/run", ec);
+  fs::create_directories(dir_ + "/logs", ec);
+  if (ec) return Status::IoError("cannot create " + dir_ + ": " + ec.message());
+  dir_ = fs::canonical(dir_).string();
+  fs::remove(dir_ + "/cluster.json", ec);
+
+  // Who is who: the head, then shard-<k> (replica 0) and shard-<k>-r<j>.
+  nodes_.push_back(ClusterNode{"head", true});
+  for (int k = 0; k < o.shards; ++k) {
+    for (int r = 0; r < o.replicas; ++r) {
+      ClusterNode n;
+      n.id = "shard-" + std::to_string(k) + (r == 0 ? "" : "-r" + std::to_string(r));
+      n.layer_begin = n_layers * k / o.shards;
+      n.layer_end = n_layers * (k + 1) / o.shards;
+      nodes_.push_back(n);
+    }
+  }
+  std::map<std::string, std::string> public_keys;
+  if (!o.insecure) {
+    for (const ClusterNode& n : nodes_) {
+      TROUPE_ASSIGN_OR_RETURN(public_keys[n.id], EnsureKeys(dir_, n.id));
+    }
+    TROUPE_RETURN_IF_ERROR(EnsureKeys(dir_, "client").status());
+  }
+  auto config_for = [&](const ClusterNode& n, int index) {
+    NodeConfig c;
+    c.id = n.id;
+    c.head = n.head;
+    c.shard = !n.head;
+    c.layer_begin = n.layer_begin;
+    c.layer_end = n.layer_end;
+    c.model = model;
+    c.threads = o.threads;
+    c.cache_budget_bytes = o.cache_budget_bytes;
+    c.max_batch_sessions = o.max_batch_sessions;
+    c.listen = Endpoint(o.base_port, n.head ? 0 : 1 + index);
+    c.job_listen = Endpoint(o.base_port, 1);
+    c.curve = !o.insecure;
+    if (c.curve) {
+      c.secret_key_file = dir_ + "/keys/" + n.id + "/" + transport::kSecretKeyFileName;
+      c.allowlist = dir_ + "/keys/allowlist";
+    }
+    if (!n.head) c.head_id = "head";
+    for (const ClusterNode& p : nodes_) {
+      if (p.id == n.id) continue;
+      PeerConfig peer;
+      peer.id = p.id;
+      peer.public_key = o.insecure ? "" : public_keys[p.id];
+      if (p.head) peer.endpoint = nodes_.front().node_endpoint;
+      c.peers.push_back(peer);
+    }
+    c.ready_file = dir_ + "/run/" + n.id + ".ready.json";
+    c.parent_pid = static_cast<int>(::getpid());
+    return c;
+  };
+  const std::map<std::string, std::string> env = {{"GOMP_SPINCOUNT", "1000"}};
+  auto launch = [&](ClusterNode& n, int index) -> Status {
+    NodeConfig c = config_for(n, index);
+    const std::string config_path = dir_ + "/" + n.id + ".yaml";
+    TROUPE_RETURN_IF_ERROR(WriteAtomically(config_path, NodeConfigToYaml(c)));
+    fs::remove(c.ready_file, ec);
+    TROUPE_ASSIGN_OR_RETURN(n.pid, SpawnChild({o.troupe_binary, "node", "--config", config_path}, env,
+                                               dir_ + "/logs/" + n.id + ".log"));
+    return Status::Ok();
+  };
+  const Clock::time_point deadline =
+      Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(o.ready_timeout_seconds * 1000));
+  TROUPE_RETURN_IF_ERROR(launch(nodes_[0], 0));
+  TROUPE_RETURN_IF_ERROR(WaitReady(nodes_[0], dir_ + "/run/head.ready.json", dir_ + "/logs/head.log", deadline));
+  for (size_t i = 1; i < nodes_.size(); ++i) TROUPE_RETURN_IF_ERROR(launch(nodes_[i], static_cast<int>(i)));
+  for (size_t i = 1; i < nodes_.size(); ++i) {
+    ClusterNode& n = nodes_[i];
+    TROUPE_RETURN_IF_ERROR(
+        WaitReady(n, dir_ + "/run/" + n.id + ".ready.json", dir_ + "/logs/" + n.id + ".log", deadline));
+  }
+
+  // The ring answers: every shard is registered, and one probe job per
+  // replica goes all the way round (the registry takes replicas in turn).
+  JobClientOptions client_options;
+  client_options.endpoint = job_endpoint();
+  client_options.first_reply_ms = 2000;
+  client_options.idle_ms = 30000;
+  Status last = Status::OutOfRange("the ring did not answer");
+  bool ready = false;
+  while (!ready && Clock::now() < deadline) {
+    if (StopRequested()) return kInterrupted;
+    if (std::string dead = CheckChildren(); !dead.empty()) return Status::Internal(dead);
+    auto client = JobClient::Connect(client_options);
+    if (!client.ok()) return client.status();
+    auto metrics = (*client)->Metrics();
+    bool all = metrics.ok();
+    for (size_t i = 1; all && i < nodes_.size(); ++i) {
+      all = metrics->gauges().count(nodes_[i].id + "/cache_bytes_in_use") > 0;
+    }
+    if (!all) {
+      last = metrics.ok() ? Status::OutOfRange("not every shard has registered with the head") : metrics.status();
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      continue;
+    }
+    ready = true;
+    for (int r = 0; r < o.replicas && ready; ++r) {
+      v1::JobSubmit probe;
+      probe.set_prompt("Hi");
+      probe.mutable_sampling()->set_max_tokens(1);
+      auto finish = (*client)->Run(probe, nullptr);
+      if (!finish.ok()) {
+        last = finish.status();
+        ready = false;
+      }
+    }
+    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  if (!ready) return Status::OutOfRange("the ring did not answer within " +
+                                        std::to_string(static_cast<int>(o.ready_timeout_seconds)) +
+                                        " s: " + last.ToString());
+  return WriteClusterJson(o);
+}
+
+Status LocalCluster::WriteClusterJson(const ClusterOptions& o) const {
+  nlohmann::json nodes = nlohmann::json::array();
+  for (const ClusterNode& n : nodes_) {
+    nlohmann::json j = {
+        {"id", n.id},
+        {"role", n.head ? "head" : "shard"},
+        {"pid", static_cast<int>(n.pid)},
+        {"layers", {n.layer_begin, n.layer_end}},
+        {"endpoints", {{"nodes", n.node_endpoint}}},
+        {"log", dir_ + "/logs/" + n.id + ".log"},
+    };
+    if (n.head) {
+      j["endpoints"]["jobs"] = n.job_endpoint;
+      j["job_endpoint"] = n.job_endpoint;
+      j["http_port"] = o.http_port;
+    } else {
+      j["public_key_file"] = o.insecure ? "" : dir_ + "/keys/" + n.id + "/" + transport::kPublicKeyFileName;
+    }
+    nodes.push_back(j);
+  }
+  nlohmann::json doc = {
+      {"nodes", nodes},
+      {"job_endpoint", job_endpoint()},
+      {"http_port", o.http_port},
+      {"http_served", false},
+      {"curve", !o.insecure},
+      {"pid", static_cast<int>(::getpid())},
+      {"dir", dir_},
+      {"model", fs::weakly_canonical(o.model).string()},
+      {"shards", o.shards},
+      {"replicas", o.replicas},
+  };
+  return WriteAtomically(dir_ + "/cluster.json", doc.dump(2) + "\n");
+}
+
+int RunClusterUp(const ClusterOptions& options) {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // A signal while starting must still stop the children that exist: poll for it.
+  auto cluster = LocalCluster::Start(options);
+  if (!cluster.ok()) {
+    std::cerr << "troupe: cluster up: " << cluster.status().ToString() << std::endl;
+    return 1;
+  }
+  LocalCluster& c = **cluster;
+  std::cout << c.job_endpoint() << std::endl;
+  std::cerr << "troupe: cluster up: head + " << options.shards << " shard(s)"
+            << (options.replicas > 1 ? " x " + std::to_string(options.replicas) + " replicas" : "")
+            << (options.insecure ? ", plain links" : ", CURVE links") << "; jobs on " << c.job_endpoint()
+            << "; " << c.dir() << "/cluster.json; Ctrl-C stops" << std::endl;
+  int code = 0;
+  const timespec poll{0, 200 * 1000 * 1000};
+  while (true) {
+    siginfo_t info;
+    if (sigtimedwait(&signals, &info, &poll) > 0) break;
+    if (std::string dead = c.CheckChildren(); !dead.empty()) {
+      if (c.nodes().front().pid > 0) {  // a shard: its replicas (if any) carry on
+        std::cerr << "troupe: cluster up: " << dead << std::endl;
+        continue;
+      }
+      std::cerr << "troupe: cluster up: " << dead << "; stopping the cluster" << std::endl;
+      code = 1;
+      break;
+    }
+  }
+  c.Stop();
+  return code;
+}
+
+}  // namespace troupe::actors

@@ -1,0 +1,96 @@
+// LocalCluster: `troupe cluster up` — a head node and shards × replicas shard
+// nodes as child processes of this one, on this machine.
+//
+// In DIR it writes (and reuses on a later run) CURVE keys — keys/<node>/node.key
+// and .pub for every node and for a local client, keys/allowlist/*.pub — plus
+// one config per node (<node>.yaml, format in actors/node_config.h), their
+// ready files (run/) and logs (logs/<node>.log). Layers are split evenly:
+// shard i of N serves [L·i/N, L·(i+1)/N); its replicas serve the same span.
+//
+// Start: the head first (the shards need its address), then every shard; it
+// waits for each ready file, then for every shard to be registered and for a
+// real job to get through every replica of the ring (a probe with one token),
+// and only then writes DIR/cluster.json:
+//
+//   {"nodes": [{"id": "head", "role": "head", "pid": 123, "layers": [0, 0],
+//               "endpoints": {"nodes": "tcp://127.0.0.1:P", "jobs": "tcp://127.0.0.1:Q"},
+//               "job_endpoint": "tcp://127.0.0.1:Q", "http_port": H},
+//              {"id": "shard-0", "role": "shard", "pid": 124, "layers": [0, 10],
+//               "endpoints": {"nodes": "tcp://127.0.0.1:R"}}, ...],
+//    "job_endpoint": "...", "http_port": H, "curve": true, "pid": <cluster up>, ...}
+//
+// Node links use CURVE unless `insecure`; the job endpoint is plain on
+// loopback. No HTTP server runs yet: http_port is recorded only.
+//
+// Ports: base_port 0 lets the OS choose every port; base_port P gives the head
+// P (nodes) and P+1 (jobs) and shard k P+2+k.
+//
+// Thread-safety: one thread (the main thread: children's PDEATHSIG follows it).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pipeline/status.h"
+
+namespace troupe::actors {
+
+struct ClusterOptions {
+  int shards = 1;
+  int replicas = 1;
+  std::string dir;        // empty: a new temporary directory
+  int base_port = 0;
+  int http_port = 0;      // recorded in cluster.json; not served yet
+  bool insecure = false;  // plain node links
+  std::string model;
+  int threads = 0;        // per node; 0 = all cores
+  uint64_t cache_budget_bytes = uint64_t{512} << 20;  // per shard node
+  int max_batch_sessions = 0;
+  double ready_timeout_seconds = 180;
+  std::string troupe_binary;  // this executable
+};
+
+struct ClusterNode {
+  std::string id;
+  bool head = false;
+  int64_t layer_begin = 0, layer_end = 0;
+  pid_t pid = -1;
+  std::string node_endpoint;
+  std::string job_endpoint;
+};
+
+class LocalCluster {
+ public:
+  // Starts every node and waits until the ring answers (or fails naming the
+  // node and the last lines of its log; nothing is left running then).
+  static Result<std::unique_ptr<LocalCluster>> Start(const ClusterOptions& options);
+  ~LocalCluster();  // Stop()
+
+  // SIGTERM to every node, SIGKILL after a grace period; reaps them. Idempotent.
+  void Stop();
+
+  const std::string& dir() const { return dir_; }
+  const std::string& job_endpoint() const { return nodes_.front().job_endpoint; }
+  const std::vector<ClusterNode>& nodes() const { return nodes_; }
+  // Empty while all nodes run; else which node stopped and how.
+  std::string CheckChildren();
+
+ private:
+  LocalCluster() = default;
+  Status Launch(const ClusterOptions& options);
+  Status WriteClusterJson(const ClusterOptions& options) const;
+  std::string dir_;
+  std::vector<ClusterNode> nodes_;  // head first
+  bool stopped_ = false;
+};
+
+// `troupe cluster up`: Start, print the job endpoint (one line on stdout),
+// serve until SIGINT/SIGTERM, Stop. A shard that dies is reported (its
+// replicas carry on); when the head dies the cluster stops with exit code 1.
+int RunClusterUp(const ClusterOptions& options);
+
+}  // namespace troupe::actors

@@ -1,0 +1,250 @@
+#include "actors/node.h"
+
+#include <ATen/Parallel.h>
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "actors/bridge.h"
+#include "actors/embedding_actor.h"
+#include "actors/links.h"
+#include "actors/lm_head_actor.h"
+#include "actors/node_context.h"
+#include "actors/protocol.h"
+#include "actors/sampler_actor.h"
+#include "actors/scheduler_actor.h"
+#include "actors/shard_actor.h"
+#include "pipeline/model/decoder.h"
+#include "pipeline/model/model_options.h"
+#include "transport/zap_handler.h"
+
+namespace troupe::actors {
+
+// Members in construction order; Stop() tears them down in the order CAF 0.17
+// and ZeroMQ need (see node.h).
+struct Node::Impl {
+  std::shared_ptr<NodeContext> ctx;
+  std::shared_ptr<Decoder> decoder;  // shard
+  std::unique_ptr<zmq::context_t> zmq_context;
+  std::unique_ptr<transport::ZapHandler> zap;
+  std::unique_ptr<Bridge> bridge;
+  std::unique_ptr<transport::PollLoop> loop;
+  std::unique_ptr<Links> links;
+  std::unique_ptr<caf::actor_system_config> caf_config;
+  std::unique_ptr<caf::actor_system> system;
+  std::vector<caf::actor> actors;
+  bool stopped = false;
+};
+
+Node::Node(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Node::~Node() { Stop(); }
+
+const std::string& Node::id() const { return impl_->ctx->node_id; }
+const std::string& Node::node_endpoint() const { return impl_->ctx->node_endpoint; }
+const std::string& Node::job_endpoint() const { return impl_->ctx->job_endpoint; }
+
+namespace {
+
+Status LoadModel(const NodeConfig& c, NodeContext* ctx, std::shared_ptr<Decoder>* decoder) {
+  TROUPE_ASSIGN_OR_RETURN(std::unique_ptr<ModelSource> source, ModelSource::Open(c.model));
+  ctx->fingerprint = source->fingerprint();
+  ModelOptions options;
+  options.threads = c.threads;
+  options.device = c.device;
+  if (c.head) {
+    TROUPE_ASSIGN_OR_RETURN(auto tokenizer, Tokenizer::Create(source->tokenizer_spec()));
+    TROUPE_ASSIGN_OR_RETURN(auto embedding, Embedding::Load(*source));
+    TROUPE_ASSIGN_OR_RETURN(auto lm_head, LmHead::Load(*source, options));
+    ctx->tokenizer = std::move(tokenizer);
+    ctx->embedding = std::move(embedding);
+    ctx->lm_head = std::move(lm_head);
+  }
+  if (c.shard) {
+    TROUPE_ASSIGN_OR_RETURN(auto d, Decoder::Load(*source, c.layer_begin, c.layer_end, options));
+    *decoder = std::move(d);
+  }
+  ctx->source = std::move(source);
+  at::set_num_threads(ResolveThreads(options));
+  return Status::Ok();
+}
+
+Result<transport::SecurityConfig> NodeSecurity(const NodeConfig& c) {
+  if (!c.curve) return transport::PlainSecurity(c.insecure);
+  TROUPE_ASSIGN_OR_RETURN(transport::SecurityConfig sec,
+                          transport::CurveSecurityFromFiles(c.secret_key_file, c.allowlist));
+  sec.insecure = c.insecure;
+  return sec;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Node>> Node::Start(const NodeConfig& config) {
+  auto impl = std::make_unique<Impl>();
+  auto ctx = std::make_shared<NodeContext>();
+  ctx->config = config;
+  ctx->node_id = config.id;
+  impl->ctx = ctx;
+  std::unique_ptr<Node> node(new Node(std::move(impl)));
+  Impl& m = *node->impl_;
+  TROUPE_RETURN_IF_ERROR(LoadModel(config, ctx.get(), &m.decoder));
+
+  TROUPE_ASSIGN_OR_RETURN(transport::SecurityConfig security, NodeSecurity(config));
+  m.zmq_context = std::make_unique<zmq::context_t>(1);
+  if (security.curve) {
+    TROUPE_ASSIGN_OR_RETURN(m.zap, transport::ZapHandler::Start(*m.zmq_context, security.allowlist,
+                                                                security.zap_domain));
+  }
+  m.bridge = std::make_unique<Bridge>(ctx);
+  transport::PollLoopOptions loop_options;
+  loop_options.outbox_hwm = 64;
+  TROUPE_ASSIGN_OR_RETURN(m.loop, transport::PollLoop::Start(*m.zmq_context, m.bridge->Callbacks(), loop_options));
+  std::map<std::string, std::string> peer_keys;
+  for (const PeerConfig& p : config.peers) peer_keys[p.id] = p.public_key;
+  m.links = std::make_unique<Links>(*m.zmq_context, *m.loop, config.id, security, peer_keys,
+                                    transport::LinkOptions());
+  ctx->loop = m.loop.get();
+  ctx->links = m.links.get();
+
+  // Bind first (the node's addresses go into routes and announces), poll later.
+  TROUPE_ASSIGN_OR_RETURN(auto node_listener, m.links->Bind(config.listen, security));
+  ctx->node_endpoint = config.advertise.empty() ? node_listener->endpoint() : config.advertise;
+  std::unique_ptr<transport::Listener> job_listener;
+  if (config.head) {
+    const transport::SecurityConfig job_security = transport::IsLoopbackEndpoint(config.job_listen)
+                                                       ? transport::PlainSecurity()
+                                                       : security;
+    TROUPE_ASSIGN_OR_RETURN(job_listener, m.links->Bind(config.job_listen, job_security));
+    ctx->job_endpoint = job_listener->endpoint();
+  }
+
+  // One CAF worker for compute and one for everything else: compute threads
+  // (the kernels' OpenMP team) then stay within `threads` per process.
+  m.caf_config = std::make_unique<caf::actor_system_config>();
+  m.caf_config->set("scheduler.max-threads", 2);
+  // Work stealing without its busy phase: an idle worker spins briefly, then
+  // sleeps on a condition variable that a message from the bridge wakes (the
+  // default polls every 50 us for a while, which several nodes on a few cores
+  // cannot afford). A message an actor sends stays on its worker's own queue,
+  // so the LM head -> sampler -> embedding chain runs without a thread switch.
+  m.caf_config->set("work-stealing.aggressive-poll-attempts", 50);
+  m.caf_config->set("work-stealing.moderate-poll-attempts", 0);
+  m.caf_config->set("work-stealing.relaxed-steal-interval", 1);
+  m.caf_config->set("work-stealing.relaxed-sleep-duration", caf::timespan(std::chrono::milliseconds(1)));
+  m.system = std::make_unique<caf::actor_system>(*m.caf_config);
+  // Actors start lazily: none runs before every handle below is in place.
+  if (config.head) {
+    ctx->scheduler = SpawnScheduler(*m.system, ctx);
+    ctx->embedding_stage = SpawnEmbedding(*m.system, ctx);
+    ctx->lm_head_stage = SpawnLmHead(*m.system, ctx);
+    ctx->sampler = SpawnSampler(*m.system, ctx);
+  }
+  if (config.shard) ctx->shard = SpawnShard(*m.system, ctx, m.decoder);
+  for (const caf::actor& a : {ctx->scheduler, ctx->embedding_stage, ctx->lm_head_stage, ctx->sampler, ctx->shard}) {
+    if (a) {
+      m.actors.push_back(a);
+      caf::anon_send(a, start_atom::value);  // runs make_behavior
+    }
+  }
+  TROUPE_RETURN_IF_ERROR(m.links->AdoptNodeListener(std::move(node_listener)));
+  if (job_listener) TROUPE_RETURN_IF_ERROR(m.links->AdoptJobListener(std::move(job_listener)));
+  return node;
+}
+
+void Node::Stop() {
+  Impl& m = *impl_;
+  if (m.stopped) return;
+  m.stopped = true;
+  if (m.system) {
+    for (const caf::actor& a : m.actors) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    m.system->await_all_actors_done();  // on_exit closed every actor's outboxes
+    // Let the bridge put the actors' last words (errors to clients) on the wire.
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (m.loop) m.loop->Stop();  // joins the bridge thread
+  if (m.ctx) m.ctx->ClearActors();
+  m.actors.clear();
+  m.bridge.reset();
+  m.links.reset();
+  m.loop.reset();
+  m.system.reset();
+  m.caf_config.reset();
+  if (m.zap) m.zap->Stop();
+  m.zap.reset();
+  m.zmq_context.reset();
+}
+
+Status WriteReadyFile(const NodeConfig& config, const Node& node) {
+  if (config.ready_file.empty()) return Status::Ok();
+  nlohmann::json j = {
+      {"id", node.id()},
+      {"pid", static_cast<int>(::getpid())},
+      {"role", config.head ? "head" : "shard"},
+      {"node_endpoint", node.node_endpoint()},
+      {"job_endpoint", node.job_endpoint()},
+      {"layers", {config.shard ? config.layer_begin : 0, config.shard ? config.layer_end : 0}},
+  };
+  const std::string tmp = config.ready_file + ".tmp";
+  {
+    std::ofstream out(tmp);
+    if (!out) return Status::IoError("cannot write " + tmp);
+    out << j.dump() << "\n";
+  }
+  if (std::rename(tmp.c_str(), config.ready_file.c_str()) != 0) {
+    return Status::IoError("cannot rename " + tmp + " to " + config.ready_file);
+  }
+  return Status::Ok();
+}
+
+int RunNode(const NodeConfig& config) {
+  // Signals are taken synchronously (sigtimedwait) by this thread: block them
+  // before any other thread exists so that every thread inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  auto parent_gone = [&] { return config.parent_pid > 0 && ::getppid() != config.parent_pid; };
+  if (config.parent_pid > 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (parent_gone()) return 1;  // the parent died before we could watch it
+  }
+  Result<std::unique_ptr<Node>> node = Node::Start(config);
+  if (!node.ok()) {
+    std::cerr << "troupe node " << config.id << ": " << node.status().ToString() << std::endl;
+    return 1;
+  }
+  if (Status st = WriteReadyFile(config, **node); !st.ok()) {
+    std::cerr << "troupe node " << config.id << ": " << st.ToString() << std::endl;
+    return 1;
+  }
+  std::cerr << "troupe node " << config.id << ": "
+            << (config.head ? "head" : "shard layers " + std::to_string(config.layer_begin) + "-" +
+                                           std::to_string(config.layer_end))
+            << ", nodes on " << (*node)->node_endpoint()
+            << ((*node)->job_endpoint().empty() ? "" : ", jobs on " + (*node)->job_endpoint())
+            << (config.curve ? " (CURVE)" : " (plain)") << std::endl;
+  const timespec poll{0, 200 * 1000 * 1000};
+  while (true) {
+    siginfo_t info;
+    if (sigtimedwait(&signals, &info, &poll) > 0) break;
+    if (parent_gone()) break;
+  }
+  // A node that cannot stop within 10 s must not linger.
+  std::thread([] {
+    std::this_thread::sleep_for(std::chrono::seconds(10));
+    std::_Exit(2);
+  }).detach();
+  (*node)->Stop();
+  return 0;
+}
+
+}  // namespace troupe::actors

@@ -1,0 +1,57 @@
+// Node: one Troupe process's share of the ring — the actors its config names
+// (head: Scheduler, Embedding, LmHead, Sampler; shard: one Shard), the
+// bridge thread that owns its sockets, and the model pieces they run.
+//
+// Start order: model pieces (a shard loads only its layers: the weights stay
+// in the file mapping and only its layers' pages are touched) → ZeroMQ
+// context and ZAP handler (curve mode) → poll loop (bridge thread) → bound
+// listeners → actor system and actors → listeners handed to the loop.
+// Stop order (the reverse, and what CAF 0.17 needs to shut down cleanly):
+// actors exit and close their outboxes → the bridge thread is joined → the
+// actor system is destroyed → ZAP handler → context.
+//
+// This header is free of CAF and torch. Thread-safety: Start/Stop from one
+// thread; the accessors are immutable after Start.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "actors/node_config.h"
+#include "pipeline/status.h"
+
+namespace troupe::actors {
+
+class Node {
+ public:
+  // Fails naming the problem: model, keys, a refused bind, a bad config.
+  static Result<std::unique_ptr<Node>> Start(const NodeConfig& config);
+  ~Node();  // Stop()
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  void Stop();
+
+  const std::string& id() const;
+  // The advertised node-to-node address, and the job gateway's bound address
+  // (head only; empty otherwise).
+  const std::string& node_endpoint() const;
+  const std::string& job_endpoint() const;
+
+  struct Impl;
+
+ private:
+  explicit Node(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Writes `config.ready_file` (when set): {"id", "pid", "node_endpoint",
+// "job_endpoint", "layers"} as JSON, atomically (rename).
+Status WriteReadyFile(const NodeConfig& config, const Node& node);
+
+// `troupe node`: starts the node, writes its ready file, serves until
+// SIGINT/SIGTERM or until its parent (config.parent_pid) goes away, then
+// stops. Returns the process exit code; errors are printed to stderr.
+int RunNode(const NodeConfig& config);
+
+}  // namespace troupe::actors

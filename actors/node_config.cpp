@@ -1,0 +1,235 @@
+#include "actors/node_config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace troupe::actors {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Resolve(const std::string& base, const std::string& path) {
+  if (path.empty() || base.empty() || fs::path(path).is_absolute()) return path;
+  return (fs::path(base) / path).lexically_normal().string();
+}
+
+// Reads `node[key]` into `out` when present; InvalidArgument naming the key otherwise.
+template <class T>
+Status Read(const YAML::Node& node, const char* key, T* out, const std::string& what) {
+  const YAML::Node v = node[key];
+  if (!v) return Status::Ok();
+  try {
+    *out = v.as<T>();
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(what + ": " + key + ": " + e.what());
+  }
+  return Status::Ok();
+}
+
+Status ReadLayers(const YAML::Node& node, int64_t* begin, int64_t* end, bool* present,
+                  const std::string& what) {
+  const YAML::Node v = node["layers"];
+  *present = false;
+  if (!v) return Status::Ok();
+  std::vector<int64_t> l;
+  try {
+    l = v.as<std::vector<int64_t>>();
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(what + ": layers: " + e.what());
+  }
+  if (l.size() != 2) return Status::InvalidArgument(what + ": layers: expected [begin, end]");
+  if (l[0] < 0 || l[0] >= l[1]) {
+    return Status::InvalidArgument(what + ": layers: begin " + std::to_string(l[0]) + " >= end " +
+                                   std::to_string(l[1]));
+  }
+  *begin = l[0];
+  *end = l[1];
+  *present = true;
+  return Status::Ok();
+}
+
+const std::set<std::string> kTopKeys = {
+    "id",       "roles",   "layers",     "model",     "device",        "threads",
+    "cache_budget_mb", "cache_budget_bytes", "idle_timeout_seconds", "step_timeout_seconds", "max_batch_sessions",
+    "endpoints", "security", "head",      "peers",     "ready_file",    "parent_pid"};
+
+}  // namespace
+
+const PeerConfig* NodeConfig::FindPeer(const std::string& peer_id) const {
+  for (const PeerConfig& p : peers) {
+    if (p.id == peer_id) return &p;
+  }
+  return nullptr;
+}
+
+std::string BindSpelling(const std::string& endpoint) {
+  if (endpoint.size() > 2 && endpoint.compare(endpoint.size() - 2, 2, ":0") == 0 &&
+      endpoint.rfind("tcp://", 0) == 0) {
+    return endpoint.substr(0, endpoint.size() - 1) + "*";
+  }
+  return endpoint;
+}
+
+Result<NodeConfig> ParseNodeConfig(const std::string& text, const std::string& base_dir,
+                                   const std::string& what) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(what + ": not YAML: " + e.what());
+  }
+  if (!root.IsMap()) return Status::InvalidArgument(what + ": expected a mapping at the top");
+  for (const auto& kv : root) {
+    const std::string key = kv.first.as<std::string>();
+    if (!kTopKeys.count(key)) return Status::InvalidArgument(what + ": unknown key '" + key + "'");
+  }
+  NodeConfig c;
+  TROUPE_RETURN_IF_ERROR(Read(root, "id", &c.id, what));
+  if (c.id.empty() || c.id.size() > 255) {
+    return Status::InvalidArgument(what + ": id: must be 1 to 255 characters");
+  }
+  std::vector<std::string> roles;
+  TROUPE_RETURN_IF_ERROR(Read(root, "roles", &roles, what));
+  for (const std::string& r : roles) {
+    if (r == "head") {
+      c.head = true;
+    } else if (r == "shard") {
+      c.shard = true;
+    } else {
+      return Status::InvalidArgument(what + ": roles: unknown role '" + r + "' (head, shard)");
+    }
+  }
+  if (!c.head && !c.shard) return Status::InvalidArgument(what + ": roles: name head and/or shard");
+  bool has_layers = false;
+  TROUPE_RETURN_IF_ERROR(ReadLayers(root, &c.layer_begin, &c.layer_end, &has_layers, what));
+  if (c.shard && !has_layers) return Status::InvalidArgument(what + ": layers: a shard needs [begin, end]");
+  TROUPE_RETURN_IF_ERROR(Read(root, "model", &c.model, what));
+  c.model = Resolve(base_dir, c.model);
+  if (c.model.empty()) return Status::InvalidArgument(what + ": model: missing");
+  TROUPE_RETURN_IF_ERROR(Read(root, "device", &c.device, what));
+  TROUPE_RETURN_IF_ERROR(Read(root, "threads", &c.threads, what));
+  if (c.threads < 0) return Status::InvalidArgument(what + ": threads: must be >= 0");
+  double budget_mb = -1;
+  TROUPE_RETURN_IF_ERROR(Read(root, "cache_budget_mb", &budget_mb, what));
+  if (budget_mb >= 0) c.cache_budget_bytes = static_cast<uint64_t>(budget_mb * 1024 * 1024);
+  TROUPE_RETURN_IF_ERROR(Read(root, "cache_budget_bytes", &c.cache_budget_bytes, what));
+  TROUPE_RETURN_IF_ERROR(Read(root, "idle_timeout_seconds", &c.idle_timeout_seconds, what));
+  TROUPE_RETURN_IF_ERROR(Read(root, "step_timeout_seconds", &c.step_timeout_seconds, what));
+  TROUPE_RETURN_IF_ERROR(Read(root, "max_batch_sessions", &c.max_batch_sessions, what));
+  if (c.max_batch_sessions < 0) return Status::InvalidArgument(what + ": max_batch_sessions: must be >= 0");
+  if (c.idle_timeout_seconds <= 0 || c.step_timeout_seconds <= 0) {
+    return Status::InvalidArgument(what + ": timeouts must be positive");
+  }
+  if (const YAML::Node ep = root["endpoints"]) {
+    TROUPE_RETURN_IF_ERROR(Read(ep, "listen", &c.listen, what));
+    TROUPE_RETURN_IF_ERROR(Read(ep, "advertise", &c.advertise, what));
+    TROUPE_RETURN_IF_ERROR(Read(ep, "jobs", &c.job_listen, what));
+  }
+  c.listen = BindSpelling(c.listen);
+  c.job_listen = BindSpelling(c.job_listen);
+  if (const YAML::Node sec = root["security"]) {
+    TROUPE_RETURN_IF_ERROR(Read(sec, "curve", &c.curve, what));
+    TROUPE_RETURN_IF_ERROR(Read(sec, "secret_key", &c.secret_key_file, what));
+    TROUPE_RETURN_IF_ERROR(Read(sec, "allowlist", &c.allowlist, what));
+    TROUPE_RETURN_IF_ERROR(Read(sec, "insecure", &c.insecure, what));
+    c.secret_key_file = Resolve(base_dir, c.secret_key_file);
+    c.allowlist = Resolve(base_dir, c.allowlist);
+  }
+  if (c.curve && (c.secret_key_file.empty() || c.allowlist.empty())) {
+    return Status::InvalidArgument(what + ": security: curve needs secret_key and allowlist");
+  }
+  TROUPE_RETURN_IF_ERROR(Read(root, "head", &c.head_id, what));
+  if (const YAML::Node peers = root["peers"]) {
+    if (!peers.IsSequence()) return Status::InvalidArgument(what + ": peers: expected a list");
+    for (const YAML::Node& p : peers) {
+      PeerConfig peer;
+      const std::string pw = what + ": peers";
+      TROUPE_RETURN_IF_ERROR(Read(p, "id", &peer.id, pw));
+      if (peer.id.empty()) return Status::InvalidArgument(pw + ": a peer without id");
+      TROUPE_RETURN_IF_ERROR(Read(p, "endpoint", &peer.endpoint, pw));
+      TROUPE_RETURN_IF_ERROR(Read(p, "public_key", &peer.public_key, pw));
+      TROUPE_RETURN_IF_ERROR(ReadLayers(p, &peer.layer_begin, &peer.layer_end, &peer.shard, pw + " " + peer.id));
+      if (c.FindPeer(peer.id) || peer.id == c.id) {
+        return Status::InvalidArgument(pw + ": duplicate id '" + peer.id + "'");
+      }
+      c.peers.push_back(std::move(peer));
+    }
+  }
+  if (!c.head_id.empty() && !c.FindPeer(c.head_id) && c.head_id != c.id) {
+    return Status::InvalidArgument(what + ": head: '" + c.head_id + "' is not among the peers");
+  }
+  TROUPE_RETURN_IF_ERROR(Read(root, "ready_file", &c.ready_file, what));
+  c.ready_file = Resolve(base_dir, c.ready_file);
+  TROUPE_RETURN_IF_ERROR(Read(root, "parent_pid", &c.parent_pid, what));
+  return c;
+}
+
+Result<NodeConfig> LoadNodeConfig(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::NotFound("node config " + path + ": cannot open");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string base = fs::absolute(fs::path(path)).parent_path().string();
+  return ParseNodeConfig(ss.str(), base, "node config " + path);
+}
+
+std::string NodeConfigToYaml(const NodeConfig& c) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  out << YAML::Key << "id" << YAML::Value << c.id;
+  out << YAML::Key << "roles" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  if (c.head) out << "head";
+  if (c.shard) out << "shard";
+  out << YAML::EndSeq;
+  if (c.shard) {
+    out << YAML::Key << "layers" << YAML::Value << YAML::Flow << YAML::BeginSeq << c.layer_begin
+        << c.layer_end << YAML::EndSeq;
+  }
+  out << YAML::Key << "model" << YAML::Value << c.model;
+  out << YAML::Key << "device" << YAML::Value << c.device;
+  out << YAML::Key << "threads" << YAML::Value << c.threads;
+  out << YAML::Key << "cache_budget_bytes" << YAML::Value << c.cache_budget_bytes;
+  out << YAML::Key << "idle_timeout_seconds" << YAML::Value << c.idle_timeout_seconds;
+  out << YAML::Key << "step_timeout_seconds" << YAML::Value << c.step_timeout_seconds;
+  if (c.max_batch_sessions > 0) out << YAML::Key << "max_batch_sessions" << YAML::Value << c.max_batch_sessions;
+  out << YAML::Key << "endpoints" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "listen" << YAML::Value << c.listen;
+  if (!c.advertise.empty()) out << YAML::Key << "advertise" << YAML::Value << c.advertise;
+  if (c.head) out << YAML::Key << "jobs" << YAML::Value << c.job_listen;
+  out << YAML::EndMap;
+  out << YAML::Key << "security" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "curve" << YAML::Value << c.curve;
+  if (c.curve) {
+    out << YAML::Key << "secret_key" << YAML::Value << c.secret_key_file;
+    out << YAML::Key << "allowlist" << YAML::Value << c.allowlist;
+  }
+  out << YAML::Key << "insecure" << YAML::Value << c.insecure;
+  out << YAML::EndMap;
+  if (!c.head_id.empty()) out << YAML::Key << "head" << YAML::Value << c.head_id;
+  if (!c.peers.empty()) {
+    out << YAML::Key << "peers" << YAML::Value << YAML::BeginSeq;
+    for (const PeerConfig& p : c.peers) {
+      out << YAML::BeginMap << YAML::Key << "id" << YAML::Value << p.id;
+      if (!p.endpoint.empty()) out << YAML::Key << "endpoint" << YAML::Value << p.endpoint;
+      if (!p.public_key.empty()) {
+        out << YAML::Key << "public_key" << YAML::Value << YAML::DoubleQuoted << p.public_key;
+      }
+      if (p.shard) {
+        out << YAML::Key << "layers" << YAML::Value << YAML::Flow << YAML::BeginSeq << p.layer_begin
+            << p.layer_end << YAML::EndSeq;
+      }
+      out << YAML::EndMap;
+    }
+    out << YAML::EndSeq;
+  }
+  if (!c.ready_file.empty()) out << YAML::Key << "ready_file" << YAML::Value << c.ready_file;
+  if (c.parent_pid > 0) out << YAML::Key << "parent_pid" << YAML::Value << c.parent_pid;
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace troupe::actors

@@ -1,0 +1,91 @@
+// NodeConfig: what one Troupe process ("node") hosts and how it talks to the
+// others — read from a YAML file by `troupe node --config FILE`.
+//
+//   id: shard-0                     # node id = its ZeroMQ routing id
+//   roles: [shard]                  # head (scheduler, embedding, lm_head, sampler) and/or shard
+//   layers: [0, 10]                 # shard: decoder layers [begin, end)
+//   model: /models/SmolLM2-135M-Instruct.Q4_1.gguf
+//   device: cpu
+//   threads: 2                      # compute threads of this process; 0 = all cores
+//   cache_budget_mb: 512            # shard: KV cache memory for all sessions
+//   idle_timeout_seconds: 600       # shard: close sessions without steps for this long
+//   max_batch_sessions: 0           # sessions per shard / LM head batch; 0 = no limit
+//   step_timeout_seconds: 120       # head: fail a session that makes no progress
+//   endpoints:
+//     listen: tcp://127.0.0.1:0     # node-to-node ROUTER; port 0 = chosen by the OS
+//     advertise: tcp://10.0.0.5:5601  # what peers dial; default: the bound address
+//     jobs: tcp://127.0.0.1:5600    # head: the job gateway (plain only on loopback)
+//   security:
+//     curve: true                   # CURVE + ZAP allowlist on every node link
+//     secret_key: keys/shard-0/node.key
+//     allowlist: keys/allowlist     # a .pub file or a directory of them
+//     insecure: false               # allow plain binds on non-loopback addresses
+//   head: head                      # shard: the node it announces itself to
+//   peers:                          # other nodes: ids, keys, optional endpoints
+//     - {id: head, endpoint: "tcp://127.0.0.1:5601", public_key: "Z85..."}
+//     - {id: shard-1, public_key: "Z85...", layers: [10, 20], endpoint: "..."}
+//   ready_file: run/shard-0.ready.json  # written once listening (bound endpoints)
+//   parent_pid: 1234                # exit when the parent process goes away
+//
+// Relative paths are resolved against the config file's folder. Peers with an
+// endpoint and layers are routable without announcing themselves; peers
+// without an endpoint are learned from announces (shards announce to `head`).
+//
+// Plain data; LoadNodeConfig / ParseNodeConfig validate and name the first
+// bad key ("node config x.yaml: layers: begin 10 >= end 10").
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pipeline/status.h"
+
+namespace troupe::actors {
+
+struct PeerConfig {
+  std::string id;
+  std::string endpoint;    // may be empty: learned from the peer's announce
+  std::string public_key;  // Z85; required in curve mode for peers this node dials
+  bool shard = false;      // set when layers are given
+  int64_t layer_begin = 0, layer_end = 0;
+};
+
+struct NodeConfig {
+  std::string id;
+  bool head = false;
+  bool shard = false;
+  int64_t layer_begin = 0, layer_end = 0;
+  std::string model;
+  std::string device = "cpu";
+  int threads = 0;
+  uint64_t cache_budget_bytes = uint64_t{512} << 20;
+  double idle_timeout_seconds = 600;
+  int max_batch_sessions = 0;
+  double step_timeout_seconds = 120;
+  std::string listen = "tcp://127.0.0.1:*";
+  std::string advertise;
+  std::string job_listen = "tcp://127.0.0.1:*";
+  bool curve = false;
+  std::string secret_key_file;
+  std::string allowlist;
+  bool insecure = false;
+  std::string head_id;
+  std::vector<PeerConfig> peers;
+  std::string ready_file;
+  int parent_pid = 0;
+
+  const PeerConfig* FindPeer(const std::string& id) const;
+};
+
+Result<NodeConfig> LoadNodeConfig(const std::string& path);
+// `base_dir` resolves relative paths; `what` names the source in errors.
+Result<NodeConfig> ParseNodeConfig(const std::string& yaml, const std::string& base_dir,
+                                   const std::string& what);
+// The YAML text of `config` (what `cluster up` writes for its nodes).
+std::string NodeConfigToYaml(const NodeConfig& config);
+
+// "tcp://h:0" -> "tcp://h:*" (ZeroMQ's spelling of an OS-chosen port).
+std::string BindSpelling(const std::string& endpoint);
+
+}  // namespace troupe::actors

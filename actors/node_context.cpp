@@ -1,0 +1,126 @@
+#include "actors/node_context.h"
+
+#include <caf/send.hpp>
+
+#include <chrono>
+
+#include "actors/protocol.h"
+#include "messages/envelope_codec.h"
+
+namespace troupe::actors {
+
+caf::actor NodeContext::StageActor(v1::Stage stage) const {
+  switch (stage) {
+    case v1::STAGE_EMBEDDING: return embedding_stage;
+    case v1::STAGE_SHARD: return shard;
+    case v1::STAGE_LM_HEAD: return lm_head_stage;
+    case v1::STAGE_SAMPLER: return sampler;
+    case v1::STAGE_SCHEDULER: return scheduler;
+    default: return caf::actor();
+  }
+}
+
+void NodeContext::ClearActors() {
+  scheduler = embedding_stage = shard = lm_head_stage = sampler = caf::actor();
+}
+
+v1::MetricsSnapshot NodeMetrics(const NodeContext& ctx) {
+  v1::MetricsSnapshot m;
+  m.set_node_id(ctx.node_id);
+  m.set_unix_millis(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                              std::chrono::system_clock::now().time_since_epoch())
+                                              .count()));
+  const NodeCounters& c = ctx.counters;
+  auto& g = *m.mutable_gauges();
+  g["cache_bytes_in_use"] = static_cast<double>(c.cache_bytes_in_use.load());
+  g["cache_budget_bytes"] = ctx.config.shard ? static_cast<double>(ctx.config.cache_budget_bytes) : 0.0;
+  g["sessions_open"] = static_cast<double>(c.sessions_open.load());
+  auto& n = *m.mutable_counters();
+  n["steps_total"] = c.steps.load();
+  n["batches_total"] = c.batches.load();
+  n["batch_rows_total"] = c.batch_rows.load();
+  n["max_batch_sessions"] = c.max_batch_sessions.load();
+  n["sessions_opened_total"] = c.sessions_opened_total.load();
+  n["sessions_closed_total"] = c.sessions_closed_total.load();
+  n["cache_full_total"] = c.cache_full_total.load();
+  n["send_errors_total"] = c.send_errors.load();
+  n["compute_microseconds_total"] = c.compute_ns.load() / 1000;
+  ctx.rejects.AppendTo(&m);
+  return m;
+}
+
+namespace {
+
+v1::Envelope Refuse(const NodeContext& ctx, v1::ErrorCode code, const std::string& text,
+                    const v1::Envelope& request, uint64_t session_id = 0) {
+  return ErrorEnvelope(code, text, ctx.node_id, session_id, request.request_id());
+}
+
+}  // namespace
+
+std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& from, Received m,
+                                         bool job_link) {
+  v1::Envelope& env = m.envelope;
+  const auto body = env.body_case();
+  if (job_link) {
+    const bool job_body = body == v1::Envelope::kJobSubmit || body == v1::Envelope::kJobCancel ||
+                          body == v1::Envelope::kJobStatusQuery ||
+                          (body == v1::Envelope::kMetricsSnapshot && env.metrics_snapshot().node_id().empty());
+    if (!job_body || !ctx.scheduler) {
+      return Refuse(ctx, v1::BAD_REQUEST,
+                    std::string("the job endpoint takes job_submit, job_cancel, job_status_query and "
+                                "metrics queries, not ") + BodyName(env),
+                    env);
+    }
+    caf::anon_send(ctx.scheduler, WireMessage{from, std::move(env)});
+    return std::nullopt;
+  }
+  caf::actor target;
+  std::string what;
+  switch (body) {
+    case v1::Envelope::kStep: {
+      const v1::Stage stage = env.step().hop().stage();
+      target = ctx.StageActor(stage);
+      if (!target || stage == v1::STAGE_SCHEDULER) {
+        return Refuse(ctx, v1::UNAVAILABLE,
+                      "node '" + ctx.node_id + "' does not run stage " + v1::Stage_Name(stage),
+                      env, env.step().session_id());
+      }
+      StepMessage step{from, env.request_id(), std::move(*env.mutable_step()), std::move(m.tensor)};
+      caf::anon_send(target, std::move(step));
+      return std::nullopt;
+    }
+    case v1::Envelope::kSessionOpen:
+    case v1::Envelope::kSessionClose:
+      target = ctx.shard;
+      what = "shard";
+      break;
+    case v1::Envelope::kMetricsSnapshot:
+      target = env.metrics_snapshot().node_id().empty() && ctx.shard ? ctx.shard : ctx.scheduler;
+      what = "shard or scheduler";
+      break;
+    case v1::Envelope::kSessionOpened:
+    case v1::Envelope::kError:
+    case v1::Envelope::kRegistryAnnounce:
+    case v1::Envelope::kHeartbeat:
+    case v1::Envelope::kJobSubmit:
+    case v1::Envelope::kJobCancel:
+    case v1::Envelope::kJobStatusQuery:
+      target = ctx.scheduler;
+      what = "scheduler";
+      break;
+    default:
+      return Refuse(ctx, v1::UNKNOWN_TYPE,
+                    std::string("nodes do not accept ") + BodyName(env) + " messages", env);
+  }
+  if (!target) {
+    // Never answer an error with an error: two nodes could bounce them forever.
+    if (body == v1::Envelope::kError) return std::nullopt;
+    return Refuse(ctx, v1::UNAVAILABLE,
+                  "node '" + ctx.node_id + "' runs no " + what + " for " + BodyName(env), env);
+  }
+  caf::anon_send(target, WireMessage{from, std::move(env)});
+  return std::nullopt;
+}
+
+}  // namespace troupe::actors

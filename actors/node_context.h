@@ -1,0 +1,100 @@
+// NodeContext: what every actor of one node shares — its config and
+// identity, its links, the read-only model pieces, the handles of its local
+// actors, counters for metrics — and DeliverLocal, the one place that decides
+// which local actor gets an envelope.
+//
+// Lifetime: built by Node before any actor or link exists; actor handles are
+// set before the first link opens and cleared only after the poll loop has
+// stopped, so the bridge reads them without locking. Model pieces are
+// immutable and shared read-only (the shard's Decoder is not here: the shard
+// actor owns it). Counters are atomics, read from any thread.
+#pragma once
+
+#include <caf/actor.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "actors/links.h"
+#include "actors/node_config.h"
+#include "actors/wire.h"
+#include "messages/protocol.h"
+#include "messages/reject_counters.h"
+#include "pipeline/format/model_source.h"
+#include "pipeline/model/embedding.h"
+#include "pipeline/model/lm_head.h"
+#include "pipeline/text/tokenizer.h"
+
+namespace troupe::actors {
+
+struct NodeCounters {
+  std::atomic<uint64_t> steps{0};            // steps this node's stages ran
+  std::atomic<uint64_t> batches{0};          // shard / LM head batches
+  std::atomic<uint64_t> batch_rows{0};       // rows over all batches
+  std::atomic<uint64_t> max_batch_sessions{0};
+  std::atomic<uint64_t> cache_bytes_in_use{0};
+  std::atomic<uint64_t> sessions_open{0};    // shard sessions / scheduler jobs
+  std::atomic<uint64_t> sessions_opened_total{0};
+  std::atomic<uint64_t> sessions_closed_total{0};
+  std::atomic<uint64_t> cache_full_total{0};
+  std::atomic<uint64_t> send_errors{0};
+  std::atomic<uint64_t> compute_ns{0};       // time spent in model code (forward, sampling)
+};
+
+// Adds the time since construction to a counter (model code timing).
+class ComputeTimer {
+ public:
+  explicit ComputeTimer(std::atomic<uint64_t>& into) : into_(into), t0_(std::chrono::steady_clock::now()) {}
+  ~ComputeTimer() {
+    into_ += static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_).count());
+  }
+
+ private:
+  std::atomic<uint64_t>& into_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+struct NodeContext {
+  NodeConfig config;
+  std::string node_id;
+  std::string node_endpoint;  // advertised node listener address
+  std::string job_endpoint;   // head: bound job gateway address
+  std::string fingerprint;    // of the model
+
+  transport::PollLoop* loop = nullptr;
+  Links* links = nullptr;
+  DecodeLimits limits;
+  RejectCounters rejects;
+  NodeCounters counters;
+
+  std::shared_ptr<const ModelSource> source;
+  std::shared_ptr<const Tokenizer> tokenizer;  // head
+  std::shared_ptr<const Embedding> embedding;  // head
+  std::shared_ptr<const LmHead> lm_head;       // head
+
+  caf::actor scheduler, embedding_stage, shard, lm_head_stage, sampler;
+
+  // The local actor for `stage`, or an invalid handle when this node does not host it.
+  caf::actor StageActor(v1::Stage stage) const;
+  void ClearActors();
+};
+
+// This node's MetricsSnapshot: node_id, time, the counters above (gauges for
+// cache_bytes_in_use, cache_budget_bytes and sessions_open) and the reject counters.
+v1::MetricsSnapshot NodeMetrics(const NodeContext& ctx);
+
+// Hands a decoded message from `from` to the local actor it is for: a Step
+// to the stage in step.hop, session open/close and metrics queries to the
+// shard, everything about jobs, sessions and the registry to the scheduler.
+// Returns the Error to send back when no local actor takes it (this node
+// does not host that stage, or the body is not one nodes accept); `job_link`
+// restricts a client to job bodies.
+std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& from, Received message,
+                                         bool job_link);
+
+}  // namespace troupe::actors

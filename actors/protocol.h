@@ -1,0 +1,107 @@
+// The messages the actors of one node send each other (CAF, in-process only;
+// between nodes everything is a troupe.v1 Envelope, see messages/troupe.proto).
+//
+//   bridge ──WireMessage / StepMessage──▶ any actor      (decoded, validated)
+//   Scheduler ──SessionStart / SessionDrop──▶ Sampler
+//   Sampler ──SessionDone──▶ Scheduler
+//   any stage ──SessionFailed──▶ Scheduler
+//   bridge ──PeerGone / NodeDown──▶ Scheduler
+//
+// Registered once, here: every type is a local-only message type (CAF may
+// not serialize it), allowed with CAF_ALLOW_UNSAFE_MESSAGE_TYPE.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/atom.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "actors/wire.h"
+#include "messages/troupe.pb.h"
+#include "pipeline/sampling/sampling_params.h"
+
+namespace troupe::actors {
+
+using Clock = std::chrono::steady_clock;
+
+// Node -> every actor once all handles are set (actors are spawned lazily).
+using start_atom = caf::atom_constant<caf::atom("start")>;
+// Timers an actor sends itself.
+using flush_atom = caf::atom_constant<caf::atom("flush")>;  // run the batch collected so far
+using tick_atom = caf::atom_constant<caf::atom("tick")>;    // periodic housekeeping
+using retry_atom = caf::atom_constant<caf::atom("retry")>;  // resend what backpressure held back
+
+// A message from another node, a client, or a local actor standing in for
+// one: a decoded, validated envelope (never a Step: see StepMessage).
+struct WireMessage {
+  Origin from;
+  v1::Envelope envelope;
+};
+
+// One step of one session for the stage named in step.hop: token ids for the
+// embedding (tensor undefined), hidden states [rows, hidden] f32 for a shard
+// or the LM head, logits [1, vocab] f32 for the sampler.
+struct StepMessage {
+  Origin from;
+  uint64_t request_id = 0;
+  v1::Step step;
+  at::Tensor tensor;
+};
+
+// Scheduler -> Sampler: a session is open on every shard; the sampler owns
+// its generation from now on.
+struct SessionStart {
+  uint64_t session_id = 0;
+  uint64_t job_id = 0;
+  Origin client;                        // where Token and Finish go
+  uint64_t request_id = 0;              // the client's JobSubmit request id
+  bool stream = true;                   // send a Token per token
+  std::vector<int32_t> prompt;          // token ids
+  SamplingParams params;
+  int64_t capacity = 0;                 // cache positions reserved on every shard
+  std::vector<v1::RouteHop> route;      // the ring, embedding first
+  Clock::time_point submitted, opened;  // for Finish timings
+};
+
+// Scheduler -> Sampler: forget a session (cancelled or failed); send nothing more for it.
+struct SessionDrop {
+  uint64_t session_id = 0;
+};
+
+// Sampler -> Scheduler: the session finished (Finish already sent); close it everywhere.
+struct SessionDone {
+  uint64_t session_id = 0;
+};
+
+// Any stage -> Scheduler: a session failed here; fail its job and close it.
+struct SessionFailed {
+  uint64_t session_id = 0;
+  v1::Error error;
+};
+
+// Bridge -> Scheduler: a message to this client could not be delivered (it left).
+struct PeerGone {
+  Origin client;
+};
+
+// Bridge -> Scheduler: the connection to this node dropped (the process is
+// gone, or the network): its sessions fail, it leaves the registry until it
+// announces itself again.
+struct NodeDown {
+  std::string node_id;
+};
+
+}  // namespace troupe::actors
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::WireMessage)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::StepMessage)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::SessionStart)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::SessionDrop)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::SessionDone)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::SessionFailed)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::PeerGone)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::NodeDown)

@@ -1,0 +1,58 @@
+#include "actors/registry.h"
+
+#include <algorithm>
+
+namespace troupe::actors {
+
+void Registry::Upsert(ShardEntry entry) {
+  auto it = nodes_.find(entry.node_id);
+  if (it != nodes_.end() && it->second.fixed) entry.fixed = true;
+  nodes_[entry.node_id] = std::move(entry);
+}
+
+void Registry::Remove(const std::string& node_id) { nodes_.erase(node_id); }
+
+bool Registry::Alive(const ShardEntry& e, std::chrono::steady_clock::time_point now) const {
+  return e.fixed || now - e.last_seen <= ttl_;
+}
+
+const ShardEntry* Registry::Find(const std::string& node_id) const {
+  auto it = nodes_.find(node_id);
+  return it == nodes_.end() ? nullptr : &it->second;
+}
+
+std::vector<ShardEntry> Registry::Live(std::chrono::steady_clock::time_point now) const {
+  std::vector<ShardEntry> out;
+  for (const auto& [id, e] : nodes_) {
+    if (Alive(e, now)) out.push_back(e);
+  }
+  return out;
+}
+
+Result<std::vector<Span>> Registry::Route(int64_t n_layers, std::chrono::steady_clock::time_point now) {
+  std::vector<Span> route;
+  int64_t layer = 0;
+  while (layer < n_layers) {
+    // The candidates starting here that reach furthest (replicas of one span).
+    std::vector<const ShardEntry*> best;
+    int64_t reach = layer;
+    for (const auto& [id, e] : nodes_) {
+      if (e.layer_begin != layer || !Alive(e, now) || e.layer_end > n_layers) continue;
+      if (e.layer_end > reach) {
+        reach = e.layer_end;
+        best.clear();
+      }
+      if (e.layer_end == reach) best.push_back(&e);
+    }
+    if (best.empty()) {
+      return Status::NotFound("no shard serves layer " + std::to_string(layer) + " of " +
+                              std::to_string(n_layers));
+    }
+    const ShardEntry& pick = *best[turn_[layer]++ % best.size()];
+    route.push_back(Span{pick.node_id, pick.endpoint, pick.layer_begin, pick.layer_end});
+    layer = reach;
+  }
+  return route;
+}
+
+}  // namespace troupe::actors

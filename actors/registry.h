@@ -1,0 +1,67 @@
+// Registry: which shard node serves which layers, where it listens, and
+// whether it is still alive — the scheduler's map of the cluster — and the
+// route a new session takes through it.
+//
+// A route covers the model's layers [0, n_layers) with spans of registered
+// shards, starting at layer 0 and continuing where the previous span ended.
+// Where several nodes serve the same span (replicas) the registry takes them
+// in turn (round robin). Nodes learned from announces expire when they stop
+// announcing; nodes from the config never do.
+//
+// Plain data, no sockets or actors. Thread-safety: none (the scheduler
+// actor's own).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "pipeline/status.h"
+
+namespace troupe::actors {
+
+struct ShardEntry {
+  std::string node_id;
+  std::string endpoint;
+  int64_t layer_begin = 0, layer_end = 0;
+  bool fixed = false;  // from the config: never expires
+  std::chrono::steady_clock::time_point last_seen;
+  // Last reported load (for status).
+  uint64_t cache_bytes_in_use = 0;
+  uint32_t sessions = 0;
+};
+
+// One shard span of a route.
+struct Span {
+  std::string node_id;
+  std::string endpoint;
+  int64_t layer_begin = 0, layer_end = 0;
+};
+
+class Registry {
+ public:
+  // Announces older than `ttl` make a node unroutable.
+  explicit Registry(std::chrono::milliseconds ttl = std::chrono::seconds(10)) : ttl_(ttl) {}
+
+  // Adds or refreshes a node (an announce or a config peer).
+  void Upsert(ShardEntry entry);
+  void Remove(const std::string& node_id);
+
+  // Spans covering [0, n_layers): NotFound ("no shard serves layer 10") when
+  // some layer has no live node.
+  Result<std::vector<Span>> Route(int64_t n_layers, std::chrono::steady_clock::time_point now);
+
+  // Live nodes.
+  std::vector<ShardEntry> Live(std::chrono::steady_clock::time_point now) const;
+  const ShardEntry* Find(const std::string& node_id) const;
+
+ private:
+  bool Alive(const ShardEntry& e, std::chrono::steady_clock::time_point now) const;
+  std::chrono::milliseconds ttl_;
+  std::map<std::string, ShardEntry> nodes_;
+  std::map<int64_t, uint64_t> turn_;  // round-robin counter per span start
+};
+
+}  // namespace troupe::actors

@@ -1,0 +1,185 @@
+#include "actors/sampler_actor.h"
+
+#include <ATen/core/Tensor.h>
+#include <sys/resource.h>
+
+#include <map>
+#include <optional>
+
+#include "actors/stage_actor.h"
+#include "messages/envelope_codec.h"
+#include "pipeline/model/generation.h"
+
+namespace troupe::actors {
+namespace {
+
+constexpr auto kTick = std::chrono::seconds(1);
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+double PeakRssMb() {
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_maxrss) / 1024.0;
+}
+
+v1::FinishReason ToProto(FinishReason r) {
+  switch (r) {
+    case FinishReason::kEndOfGeneration: return v1::FINISH_EOS;
+    case FinishReason::kStopString: return v1::FINISH_STOP_STRING;
+    default: return v1::FINISH_LENGTH;
+  }
+}
+
+struct SamplerSession {
+  SessionStart start;
+  Generation generation;
+  int64_t sampled = 0;  // tokens sampled so far (an end-of-generation id included)
+  Clock::time_point first_token, last_token, last_activity;
+};
+
+class SamplerActor : public StageActor {
+ public:
+  SamplerActor(caf::actor_config& cfg, std::shared_ptr<NodeContext> ctx) : StageActor(cfg, std::move(ctx)) {}
+
+  const char* name() const override { return "sampler"; }
+
+  caf::behavior make_behavior() override {
+    delayed_send(this, kTick, tick_atom::value);
+    return {
+        [this](SessionStart& s) { OnStart(s); },
+        [this](const SessionDrop& d) { sessions_.erase(d.session_id); },
+        [this](StepMessage& m) { OnLogits(m); },
+        [this](tick_atom) {
+          CheckProgress();
+          delayed_send(this, kTick, tick_atom::value);
+        },
+        StartHandler(),
+        RetryHandler(),
+    };
+  }
+
+  void on_exit() override {
+    StageActor::on_exit();
+    sessions_.clear();
+  }
+
+ private:
+  void OnStart(SessionStart& s) {
+    const uint64_t id = s.session_id;
+    Result<Generation> gen = Generation::Create(*ctx_->tokenizer, s.params, s.prompt);
+    if (!gen.ok()) {
+      return ReportFailure(id, v1::BAD_REQUEST, gen.status().ToString(), Origin{});
+    }
+    const auto now = Clock::now();
+    sessions_.emplace(id, SamplerSession{std::move(s), std::move(*gen), 0, now, now, now});
+  }
+
+  void OnLogits(StepMessage& m) {
+    const uint64_t id = m.step.session_id();
+    auto it = sessions_.find(id);
+    if (it == sessions_.end()) return;  // dropped meanwhile (cancelled or failed)
+    SamplerSession& s = it->second;
+    const at::Tensor& logits = m.tensor;
+    if (!logits.defined() || logits.dim() != 2 || logits.size(0) != 1 || logits.scalar_type() != at::kFloat ||
+        !logits.is_contiguous()) {
+      return Fail(id, v1::BAD_TENSOR, "the sampler needs logits [1, vocab] f32");
+    }
+    const int64_t expected = static_cast<int64_t>(s.start.prompt.size()) + s.sampled - 1;
+    if (static_cast<int64_t>(m.step.first_position()) != expected) {
+      return Fail(id, v1::BAD_REQUEST,
+                  "logits for position " + std::to_string(m.step.first_position()) + ", expected " +
+                      std::to_string(expected));
+    }
+    const auto now = Clock::now();
+    TokenEvent ev;
+    {
+      ComputeTimer timer(ctx_->counters.compute_ns);
+      ev = s.generation.Next(logits.data_ptr<float>(), logits.size(1));
+    }
+    ++s.sampled;
+    if (s.sampled == 1) s.first_token = now;
+    s.last_token = s.last_activity = now;
+    ctx_->counters.steps++;
+    // Position the next token would take; the cache holds capacity positions.
+    const int64_t next_position = static_cast<int64_t>(s.start.prompt.size()) + s.sampled - 1;
+    const bool finished = s.generation.finished() || next_position >= s.start.capacity;
+    // The next step first: it is on the critical path, the client is not.
+    if (!finished) {
+      v1::Step next;
+      next.set_session_id(id);
+      next.set_step_id(static_cast<uint64_t>(next_position));
+      next.set_first_position(static_cast<uint32_t>(next_position));
+      next.set_token_count(1);
+      next.add_token_ids(ev.id);
+      for (const v1::RouteHop& hop : s.start.route) *next.add_rest_of_route() = hop;
+      Status st = sender_.ForwardStep(std::move(next), at::Tensor());
+      if (!st.ok()) return Fail(id, v1::UNAVAILABLE, "sampler cannot forward: " + st.ToString());
+    }
+    if (s.start.stream) {
+      v1::Envelope env = NewEnvelope(s.start.request_id);
+      v1::Token* t = env.mutable_token();
+      t->set_session_id(id);
+      t->set_step_id(m.step.step_id());
+      t->set_token_id(ev.id);
+      t->set_text(ev.text);
+      t->set_job_id(s.start.job_id);
+      t->set_index(static_cast<uint32_t>(s.sampled - 1));
+      t->set_end_of_generation(ev.end_of_generation);
+      Sent(sender_.Reply(s.start.client, std::move(env)));
+    }
+    if (finished) return Finish(it);
+    ScheduleRetry();
+  }
+
+  void Finish(std::map<uint64_t, SamplerSession>::iterator it) {
+    SamplerSession& s = it->second;
+    const FinishReason reason = s.generation.finished() ? s.generation.finish_reason() : FinishReason::kMaxTokens;
+    v1::Envelope env = NewEnvelope(s.start.request_id);
+    v1::Finish* f = env.mutable_finish();
+    f->set_session_id(it->first);
+    f->set_job_id(s.start.job_id);
+    f->set_reason(ToProto(reason));
+    f->set_prompt_tokens(static_cast<uint32_t>(s.start.prompt.size()));
+    const int64_t generated = s.generation.generated_tokens() - (reason == FinishReason::kEndOfGeneration ? 1 : 0);
+    f->set_generated_tokens(static_cast<uint32_t>(generated));
+    f->set_queue_seconds(Seconds(s.start.opened - s.start.submitted));
+    f->set_first_token_seconds(Seconds(s.first_token - s.start.opened));
+    f->set_total_seconds(Seconds(s.last_token - s.start.submitted));
+    f->set_decode_steps(static_cast<uint32_t>(s.sampled - 1));
+    f->set_decode_seconds(Seconds(s.last_token - s.first_token));
+    f->set_peak_rss_mb(PeakRssMb());
+    Sent(sender_.Reply(s.start.client, std::move(env)));
+    send(ctx_->scheduler, SessionDone{it->first});
+    sessions_.erase(it);
+  }
+
+  void Fail(uint64_t id, v1::ErrorCode code, const std::string& text) {
+    sessions_.erase(id);
+    ReportFailure(id, code, text, Origin{});
+  }
+
+  void CheckProgress() {
+    const auto now = Clock::now();
+    const auto limit = std::chrono::duration<double>(ctx_->config.step_timeout_seconds);
+    std::vector<uint64_t> stuck;
+    for (const auto& [id, s] : sessions_) {
+      if (now - s.last_activity > limit) stuck.push_back(id);
+    }
+    for (uint64_t id : stuck) {
+      Fail(id, v1::TIMEOUT,
+           "session " + std::to_string(id) + " made no progress for " +
+               std::to_string(ctx_->config.step_timeout_seconds) + " s (a node on its route stopped answering)");
+    }
+  }
+
+  std::map<uint64_t, SamplerSession> sessions_;
+};
+
+}  // namespace
+
+caf::actor SpawnSampler(caf::actor_system& system, std::shared_ptr<NodeContext> ctx) {
+  return system.spawn<SamplerActor, caf::lazy_init>(std::move(ctx));
+}
+
+}  // namespace troupe::actors

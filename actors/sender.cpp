@@ -1,0 +1,60 @@
+#include "actors/sender.h"
+
+#include "messages/envelope_codec.h"
+
+namespace troupe::actors {
+
+Sender::Sender(std::shared_ptr<NodeContext> ctx) : ctx_(std::move(ctx)), outbound_(ctx_->loop) {}
+
+Status Sender::Local(v1::Envelope envelope, at::Tensor tensor) {
+  envelope.set_sender(ctx_->node_id);
+  Received m{std::move(envelope), std::move(tensor)};
+  std::optional<v1::Envelope> refused = DeliverLocal(*ctx_, Origin{0, ctx_->node_id}, std::move(m), false);
+  if (refused) return Status::NotFound(refused->error().text());
+  return Status::Ok();
+}
+
+Status Sender::Deliver(transport::LinkId link, const std::string& peer, v1::Envelope envelope,
+                       const at::Tensor& tensor) {
+  envelope.set_sender(ctx_->node_id);
+  WireResult<transport::Frames> frames = EncodeFrames(std::move(envelope), tensor);
+  if (!frames.ok()) return frames.error().ToStatus();
+  Status st = outbound_.Send(link, peer, std::move(*frames));
+  if (!st.ok()) ctx_->counters.send_errors++;
+  return st;
+}
+
+Status Sender::ForwardStep(v1::Step step, at::Tensor tensor) {
+  if (step.rest_of_route_size() == 0) {
+    return Status::InvalidArgument("step of session " + std::to_string(step.session_id()) +
+                                   " has no next hop");
+  }
+  *step.mutable_hop() = step.rest_of_route(0);
+  step.mutable_rest_of_route()->erase(step.mutable_rest_of_route()->begin());
+  const std::string node = step.hop().node_id();
+  const std::string endpoint = step.hop().endpoint();
+  v1::Envelope env = NewEnvelope();
+  *env.mutable_step() = std::move(step);
+  if (node == ctx_->node_id) return Local(std::move(env), std::move(tensor));
+  TROUPE_ASSIGN_OR_RETURN(transport::LinkId link, ctx_->links->ConnectTo(node, endpoint));
+  return Deliver(link, "", std::move(env), tensor);
+}
+
+Status Sender::ToNode(const std::string& node_id, const std::string& endpoint, v1::Envelope envelope) {
+  if (node_id == ctx_->node_id) return Local(std::move(envelope), at::Tensor());
+  TROUPE_ASSIGN_OR_RETURN(transport::LinkId link, ctx_->links->ConnectTo(node_id, endpoint));
+  return Deliver(link, "", std::move(envelope), at::Tensor());
+}
+
+Status Sender::Reply(const Origin& to, v1::Envelope envelope) {
+  if (to.link == 0) return Local(std::move(envelope), at::Tensor());
+  return Deliver(to.link, to.peer, std::move(envelope), at::Tensor());
+}
+
+void Sender::Retry() {
+  size_t dropped = 0;
+  outbound_.Retry(&dropped);
+  if (dropped) ctx_->counters.send_errors += dropped;
+}
+
+}  // namespace troupe::actors

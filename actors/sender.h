@@ -1,0 +1,51 @@
+// Sender: how an actor sends to another stage, node or client — locally
+// (a CAF message, no copy) when the addressee is this node, else over the
+// node's links through its own Outbound.
+//
+// Source routing lives here: ForwardStep pops the next hop off
+// step.rest_of_route into step.hop and sends the step to that hop's node —
+// nothing goes through the scheduler.
+//
+// Failures come back as a Status (no route, no key for a peer, an unusable
+// tensor); messages held back by backpressure are kept in order and resent by
+// Retry(). Thread-safety: one actor's own; Close() in the actor's on_exit.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <string>
+
+#include "actors/node_context.h"
+#include "actors/outbound.h"
+#include "actors/wire.h"
+#include "messages/troupe.pb.h"
+
+namespace troupe::actors {
+
+class Sender {
+ public:
+  explicit Sender(std::shared_ptr<NodeContext> ctx);
+
+  // Sends `step` (with `tensor`, possibly undefined) to step.rest_of_route(0).
+  // InvalidArgument for an empty rest of route.
+  Status ForwardStep(v1::Step step, at::Tensor tensor);
+  // Sends `envelope` to node `node_id` at `endpoint` (a local actor when the
+  // node is this one).
+  Status ToNode(const std::string& node_id, const std::string& endpoint, v1::Envelope envelope);
+  // Answers whoever `to` names (a listener peer, a connection, or a local actor).
+  Status Reply(const Origin& to, v1::Envelope envelope);
+
+  bool HasQueued() const { return outbound_.HasQueued(); }
+  void Retry();
+  void Close() { outbound_.Close(); }
+
+ private:
+  Status Deliver(transport::LinkId link, const std::string& peer, v1::Envelope envelope,
+                 const at::Tensor& tensor);
+  Status Local(v1::Envelope envelope, at::Tensor tensor);
+  std::shared_ptr<NodeContext> ctx_;
+  Outbound outbound_;
+};
+
+}  // namespace troupe::actors

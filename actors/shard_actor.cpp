@@ -1,0 +1,339 @@
+#include "actors/shard_actor.h"
+
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/cat.h>
+
+#include <deque>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "actors/stage_actor.h"
+#include "messages/envelope_codec.h"
+#include "pipeline/model/kv_cache.h"
+
+namespace troupe::actors {
+namespace {
+
+// Rows of one batch at most: bounds scratch memory; a longer prefill chunk
+// still runs, alone.
+constexpr int64_t kMaxBatchRows = 1024;
+constexpr auto kTick = std::chrono::seconds(1);
+
+struct ShardSession {
+  std::unique_ptr<KvCache> cache;
+  Origin opener;  // the scheduler: errors about this session go there
+  Clock::time_point last_used;
+};
+
+class ShardActor : public StageActor {
+ public:
+  ShardActor(caf::actor_config& cfg, std::shared_ptr<NodeContext> ctx, std::shared_ptr<Decoder> decoder)
+      : StageActor(cfg, std::move(ctx)), decoder_(std::move(decoder)) {}
+
+  const char* name() const override { return "shard"; }
+
+  caf::behavior make_behavior() override {
+    send(this, tick_atom::value);
+    return {
+        [this](WireMessage& m) { OnWire(m); },
+        [this](StepMessage& m) { OnStep(m); },
+        [this](flush_atom) { RunBatch(); },
+        [this](tick_atom) {
+          CloseIdle();
+          Announce();
+          delayed_send(this, kTick, tick_atom::value);
+        },
+        StartHandler(),
+        RetryHandler(),
+    };
+  }
+
+  void on_exit() override {
+    StageActor::on_exit();
+    sessions_.clear();
+    pending_.clear();
+    ctx_->counters.cache_bytes_in_use = 0;
+    ctx_->counters.sessions_open = 0;
+  }
+
+ private:
+  // ------------------------------------------------------------ sessions
+
+  void OnWire(WireMessage& m) {
+    v1::Envelope& env = m.envelope;
+    switch (env.body_case()) {
+      case v1::Envelope::kSessionOpen: return Open(m.from, env);
+      case v1::Envelope::kSessionClose: return Close(env.session_close().session_id());
+      case v1::Envelope::kMetricsSnapshot: {
+        v1::Envelope reply = NewEnvelope(env.request_id());
+        *reply.mutable_metrics_snapshot() = NodeMetrics(*ctx_);
+        return Sent(sender_.Reply(m.from, std::move(reply)));
+      }
+      default: break;
+    }
+  }
+
+  void Open(const Origin& from, const v1::Envelope& env) {
+    const v1::SessionOpen& o = env.session_open();
+    const uint64_t id = o.session_id();
+    auto refuse = [&](v1::ErrorCode code, const std::string& text) {
+      if (code == v1::CACHE_FULL) ctx_->counters.cache_full_total++;
+      Sent(sender_.Reply(from, ErrorEnvelope(code, text, ctx_->node_id, id, env.request_id())));
+    };
+    if (!o.model_fingerprint().empty() && o.model_fingerprint() != ctx_->fingerprint) {
+      return refuse(v1::WRONG_MODEL, "shard '" + ctx_->node_id + "' serves model " + ctx_->fingerprint +
+                                         ", the session wants " + o.model_fingerprint());
+    }
+    if (id == 0) return refuse(v1::BAD_REQUEST, "session id 0 is not a session");
+    if (sessions_.count(id)) return refuse(v1::SESSION_EXISTS, "session " + std::to_string(id) + " is already open");
+    const int64_t max_positions = decoder_->config().max_positions;
+    if (o.max_length() == 0 || o.max_length() > max_positions) {
+      return refuse(v1::BAD_REQUEST, "max_length " + std::to_string(o.max_length()) + " is not in [1, " +
+                                         std::to_string(max_positions) + "]");
+    }
+    const size_t bytes = decoder_->cache_shape().BytesFor(o.max_length());
+    const uint64_t budget = ctx_->config.cache_budget_bytes;
+    if (in_use_ + bytes > budget) {
+      return refuse(v1::CACHE_FULL,
+                    "shard '" + ctx_->node_id + "' (layers " + std::to_string(decoder_->begin_layer()) + "-" +
+                        std::to_string(decoder_->end_layer()) + "): a session of " +
+                        std::to_string(o.max_length()) + " tokens needs " + std::to_string(bytes) +
+                        " bytes of KV cache; " + std::to_string(budget - std::min<uint64_t>(budget, in_use_)) +
+                        " of the " + std::to_string(budget) + "-byte cache budget are free");
+    }
+    Result<std::unique_ptr<KvCache>> cache = Status::Internal("not created");
+    try {
+      cache = KvCache::Create(decoder_->cache_shape(), o.max_length());
+    } catch (const std::exception& e) {
+      return refuse(v1::CACHE_FULL, "shard '" + ctx_->node_id + "' could not allocate its KV cache: " + e.what());
+    }
+    if (!cache.ok()) return refuse(v1::INTERNAL, cache.status().ToString());
+    in_use_ += (*cache)->bytes();
+    sessions_[id] = ShardSession{std::move(*cache), from, Clock::now()};
+    PublishGauges();
+    ctx_->counters.sessions_opened_total++;
+    v1::Envelope reply = NewEnvelope(env.request_id());
+    v1::SessionOpened* opened = reply.mutable_session_opened();
+    opened->set_session_id(id);
+    opened->set_node_id(ctx_->node_id);
+    opened->set_reserved_tokens(o.max_length());
+    Sent(sender_.Reply(from, std::move(reply)));
+  }
+
+  void Close(uint64_t id) {
+    auto it = sessions_.find(id);
+    if (it == sessions_.end()) return;
+    in_use_ -= it->second.cache->bytes();
+    sessions_.erase(it);
+    ctx_->counters.sessions_closed_total++;
+    PublishGauges();
+  }
+
+  void CloseIdle() {
+    const auto now = Clock::now();
+    const auto idle = std::chrono::duration<double>(ctx_->config.idle_timeout_seconds);
+    std::vector<uint64_t> expired;
+    for (const auto& [id, s] : sessions_) {
+      if (now - s.last_used > idle) expired.push_back(id);
+    }
+    for (uint64_t id : expired) {
+      Fail(id, v1::TIMEOUT, "shard '" + ctx_->node_id + "' closed session " + std::to_string(id) + " after " +
+                                std::to_string(ctx_->config.idle_timeout_seconds) + " s without steps");
+      Close(id);
+    }
+  }
+
+  void PublishGauges() {
+    ctx_->counters.cache_bytes_in_use = in_use_;
+    ctx_->counters.sessions_open = sessions_.size();
+  }
+
+  // Tells the head this shard exists (and refreshes its registry entry).
+  void Announce() {
+    const std::string& head = ctx_->config.head_id;
+    if (head.empty() || head == ctx_->node_id) return;
+    const PeerConfig* peer = ctx_->config.FindPeer(head);
+    if (!peer || peer->endpoint.empty()) return;
+    v1::Envelope env = NewEnvelope();
+    v1::RegistryAnnounce* a = env.mutable_registry_announce();
+    a->set_node_id(ctx_->node_id);
+    v1::Endpoint* ep = a->add_endpoints();
+    ep->set_name("steps");
+    ep->set_address(ctx_->node_endpoint);
+    a->set_model_fingerprint(ctx_->fingerprint);
+    a->add_stages(v1::STAGE_SHARD);
+    v1::LayerRange* r = a->add_layers();
+    r->set_begin(static_cast<uint32_t>(decoder_->begin_layer()));
+    r->set_end(static_cast<uint32_t>(decoder_->end_layer()));
+    v1::NodeLoad* load = a->mutable_load();
+    const uint64_t bytes_per_position = decoder_->cache_shape().BytesFor(1);
+    load->set_cache_tokens_total(ctx_->config.cache_budget_bytes / bytes_per_position);
+    load->set_cache_tokens_free((ctx_->config.cache_budget_bytes - std::min<uint64_t>(in_use_, ctx_->config.cache_budget_bytes)) /
+                                bytes_per_position);
+    load->set_active_sessions(static_cast<uint32_t>(sessions_.size()));
+    load->set_queued_steps(static_cast<uint32_t>(pending_.size()));
+    a->set_device(ctx_->config.device);
+    (void)sender_.ToNode(head, peer->endpoint, std::move(env));  // best effort; repeated every tick
+    ScheduleRetry();
+  }
+
+  // --------------------------------------------------------------- steps
+
+  void OnStep(StepMessage& m) {
+    const v1::Step& s = m.step;
+    const int64_t hidden = decoder_->config().hidden;
+    if (s.hop().layer_begin() != decoder_->begin_layer() || s.hop().layer_end() != decoder_->end_layer()) {
+      return Refuse(m, v1::BAD_REQUEST,
+                    "step for layers " + std::to_string(s.hop().layer_begin()) + "-" +
+                        std::to_string(s.hop().layer_end()) + " reached shard '" + ctx_->node_id + "' (layers " +
+                        std::to_string(decoder_->begin_layer()) + "-" + std::to_string(decoder_->end_layer()) + ")");
+    }
+    if (!m.tensor.defined() || m.tensor.dim() != 2 || m.tensor.size(0) != s.token_count() ||
+        m.tensor.size(1) != hidden || m.tensor.scalar_type() != at::kFloat || !m.tensor.is_contiguous()) {
+      return Refuse(m, v1::BAD_TENSOR,
+                    "step of session " + std::to_string(s.session_id()) + " needs hidden states [" +
+                        std::to_string(s.token_count()) + ", " + std::to_string(hidden) + "] f32");
+    }
+    if (!sessions_.count(s.session_id())) {
+      return Refuse(m, v1::UNKNOWN_SESSION,
+                    "shard '" + ctx_->node_id + "' has no session " + std::to_string(s.session_id()));
+    }
+    pending_.push_back(std::move(m));
+    if (!flush_scheduled_) {
+      flush_scheduled_ = true;
+      send(this, flush_atom::value);
+    }
+  }
+
+  // An error about a step: to the session's opener when known, else back to the sender.
+  void Refuse(const StepMessage& m, v1::ErrorCode code, const std::string& text) {
+    const uint64_t id = m.step.session_id();
+    auto it = sessions_.find(id);
+    const Origin& to = it != sessions_.end() ? it->second.opener : m.from;
+    Sent(sender_.Reply(to, ErrorEnvelope(code, text, ctx_->node_id, id, m.request_id)));
+  }
+
+  void Fail(uint64_t id, v1::ErrorCode code, const std::string& text) {
+    auto it = sessions_.find(id);
+    if (it == sessions_.end()) return;
+    Sent(sender_.Reply(it->second.opener, ErrorEnvelope(code, text, ctx_->node_id, id)));
+  }
+
+  void RunBatch() {
+    flush_scheduled_ = false;
+    std::vector<StepMessage> batch;
+    std::vector<SessionRows> rows;
+    std::set<uint64_t> in_batch;
+    std::deque<StepMessage> later;
+    int64_t n_rows = 0;
+    while (!pending_.empty()) {
+      StepMessage m = std::move(pending_.front());
+      pending_.pop_front();
+      const uint64_t id = m.step.session_id();
+      const int64_t t = m.step.token_count();
+      const int max_sessions = ctx_->config.max_batch_sessions;
+      if (in_batch.count(id) || (!batch.empty() && n_rows + t > kMaxBatchRows) ||
+          (max_sessions > 0 && static_cast<int>(batch.size()) >= max_sessions)) {
+        later.push_back(std::move(m));
+        continue;
+      }
+      auto it = sessions_.find(id);
+      if (it == sessions_.end()) {  // closed while the step waited
+        Refuse(m, v1::UNKNOWN_SESSION, "shard '" + ctx_->node_id + "' has no session " + std::to_string(id));
+        continue;
+      }
+      KvCache& cache = *it->second.cache;
+      if (m.step.first_position() != cache.length()) {
+        Refuse(m, v1::BAD_REQUEST,
+               "step of session " + std::to_string(id) + " starts at position " +
+                   std::to_string(m.step.first_position()) + ", shard '" + ctx_->node_id + "' expects " +
+                   std::to_string(cache.length()));
+        continue;
+      }
+      if (Status room = cache.Check(t); !room.ok()) {
+        Refuse(m, v1::CACHE_FULL, "shard '" + ctx_->node_id + "': " + room.message());
+        continue;
+      }
+      it->second.last_used = Clock::now();
+      in_batch.insert(id);
+      rows.push_back(SessionRows{&cache, t});
+      n_rows += t;
+      batch.push_back(std::move(m));
+    }
+    pending_ = std::move(later);
+    if (!batch.empty()) Run(batch, rows, n_rows);
+    if (!pending_.empty() && !flush_scheduled_) {
+      flush_scheduled_ = true;
+      send(this, flush_atom::value);
+    }
+  }
+
+  void Run(std::vector<StepMessage>& batch, const std::vector<SessionRows>& rows, int64_t n_rows) {
+    at::Tensor hidden;
+    Status st;
+    try {
+      if (batch.size() == 1) {
+        hidden = batch[0].tensor;
+      } else {
+        std::vector<at::Tensor> parts;
+        for (const StepMessage& m : batch) parts.push_back(m.tensor);
+        hidden = at::cat(parts, 0);
+      }
+      ComputeTimer timer(ctx_->counters.compute_ns);
+      st = decoder_->Forward(hidden, rows);
+    } catch (const std::exception& e) {
+      st = Status::Internal(std::string("shard forward: ") + e.what());
+    }
+    if (!st.ok()) {
+      for (const StepMessage& m : batch) {
+        Refuse(m, st.code() == StatusCode::kOutOfRange ? v1::CACHE_FULL : v1::INTERNAL,
+               "shard '" + ctx_->node_id + "': " + st.ToString());
+      }
+      return;
+    }
+    ctx_->counters.steps += batch.size();
+    ctx_->counters.batches++;
+    ctx_->counters.batch_rows += n_rows;
+    if (batch.size() > ctx_->counters.max_batch_sessions) ctx_->counters.max_batch_sessions = batch.size();
+    int64_t r0 = 0;
+    for (StepMessage& m : batch) {
+      const int64_t t = m.step.token_count();
+      at::Tensor out = batch.size() == 1 ? hidden : hidden.slice(0, r0, r0 + t);
+      r0 += t;
+      v1::Step next = std::move(m.step);
+      if (next.rest_of_route_size() == 0) continue;  // the route ends here (a prefill chunk)
+      if (next.rest_of_route(0).stage() == v1::STAGE_LM_HEAD && t > 1) {
+        out = out.slice(0, t - 1, t);  // the LM head reads the last position only
+        next.set_first_position(next.first_position() + static_cast<uint32_t>(t - 1));
+        next.set_token_count(1);
+      }
+      next.clear_hop();
+      next.clear_tensor();
+      const uint64_t id = next.session_id();
+      Status sent;
+      try {
+        sent = sender_.ForwardStep(std::move(next), out);
+      } catch (const std::exception& e) {
+        sent = Status::Internal(e.what());
+      }
+      if (!sent.ok()) Fail(id, v1::UNAVAILABLE, "shard '" + ctx_->node_id + "' cannot forward: " + sent.ToString());
+    }
+    ScheduleRetry();
+  }
+
+  std::shared_ptr<Decoder> decoder_;
+  std::map<uint64_t, ShardSession> sessions_;
+  uint64_t in_use_ = 0;  // bytes of all sessions' caches
+  std::deque<StepMessage> pending_;
+  bool flush_scheduled_ = false;
+};
+
+}  // namespace
+
+caf::actor SpawnShard(caf::actor_system& system, std::shared_ptr<NodeContext> ctx,
+                      std::shared_ptr<Decoder> decoder) {
+  return system.spawn<ShardActor, caf::lazy_init>(std::move(ctx), std::move(decoder));
+}
+
+}  // namespace troupe::actors

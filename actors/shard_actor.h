@@ -1,0 +1,42 @@
+// Shard: decoder layers [begin, end) of the model and one KvCache per session.
+//
+// Protocol (what the actor accepts):
+//   WireMessage{session_open}     reserve a KvCache of max_length positions
+//                                 against the cache budget; answer
+//                                 SessionOpened, or Error CACHE_FULL /
+//                                 SESSION_EXISTS / WRONG_MODEL / BAD_REQUEST
+//   WireMessage{session_close}    free the session's cache (unknown: ignored)
+//   WireMessage{metrics_snapshot} answer this node's MetricsSnapshot
+//   StepMessage                   hidden states [token_count, hidden] of one
+//                                 session's next positions: queued for the
+//                                 next batch
+//   flush_atom                    run the steps queued so far as one batch
+//   tick_atom                     close idle sessions; announce to the head
+//   retry_atom                    resend what backpressure held back
+//
+// Batching: a step is queued and, if none is pending, a flush is sent to self;
+// it lands behind every message already in the mailbox, so all steps that
+// arrived meanwhile form one batch — one Decoder::Forward over all their rows
+// (at most one step per session; later ones wait for the next batch). Each
+// output goes straight to the next hop named in the step (the last shard
+// sends only the last row to the LM head; a step whose route ends here — a
+// prefill chunk that needs no logits — stops here).
+//
+// Failures are values: a bad step gets an Error to the session's opener (the
+// scheduler), libtorch exceptions are caught here, and the node goes on
+// serving every other session.
+#pragma once
+
+#include <caf/fwd.hpp>
+
+#include <memory>
+
+#include "actors/node_context.h"
+#include "pipeline/model/decoder.h"
+
+namespace troupe::actors {
+
+caf::actor SpawnShard(caf::actor_system& system, std::shared_ptr<NodeContext> ctx,
+                      std::shared_ptr<Decoder> decoder);
+
+}  // namespace troupe::actors

@@ -1,0 +1,55 @@
+// `troupe cluster up --shards N [--replicas R] [--dir DIR] [--base-port P]
+// [--http-port P]`: a head node and N×R shard processes on this machine
+// (actors/local_cluster.h). Prints the job endpoint once the ring answers,
+// writes DIR/cluster.json, and stays in the foreground until SIGINT/SIGTERM,
+// when it stops every node. Nodes die with it even when it is SIGKILLed.
+#include <climits>
+#include <memory>
+#include <string>
+
+#include <unistd.h>
+
+#include "actors/local_cluster.h"
+#include "app/commands.h"
+
+namespace troupe::app {
+namespace {
+
+std::string SelfExe() {
+  char buf[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, n) : std::string();
+}
+
+}  // namespace
+
+void RegisterCluster(CLI::App& app) {
+  auto o = std::make_shared<actors::ClusterOptions>();
+  auto model = std::make_shared<std::string>();
+  auto budget_mb = std::make_shared<double>(512);
+  CLI::App* cluster = app.add_subcommand("cluster", "A local cluster of node processes");
+  cluster->require_subcommand(1);
+  CLI::App* up = cluster->add_subcommand("up", "Start a head and N x R shard nodes; stop them on SIGINT/SIGTERM");
+  up->add_option("--shards", o->shards, "Shard nodes (layers split evenly)")->capture_default_str();
+  up->add_option("--replicas", o->replicas, "Nodes per shard span")->capture_default_str();
+  up->add_option("--dir", o->dir, "Directory for keys, configs, logs and cluster.json (default: a new temp dir)");
+  up->add_option("--base-port", o->base_port, "First TCP port (0: ports chosen by the OS)")->capture_default_str();
+  up->add_option("--http-port", o->http_port, "HTTP API port, recorded in cluster.json (not served yet)")
+      ->capture_default_str();
+  up->add_flag("--insecure", o->insecure, "Plain node-to-node links (no CURVE)");
+  up->add_option("--model", *model, "GGUF file or Hugging Face folder (default: $TROUPE_MODEL, else the installed model)");
+  up->add_option("--threads", o->threads, "Compute threads per node (0 = all cores)")->capture_default_str();
+  up->add_option("--cache-budget-mb", *budget_mb, "KV cache budget per shard node, MiB")->capture_default_str();
+  up->add_option("--max-batch-sessions", o->max_batch_sessions, "Sessions per batch (0 = no limit)")
+      ->capture_default_str();
+  up->add_option("--ready-timeout", o->ready_timeout_seconds, "Seconds to wait for the ring")->capture_default_str();
+  up->callback([o, model, budget_mb] {
+    actors::ClusterOptions options = *o;
+    options.model = ResolveModelPath(*model);
+    options.cache_budget_bytes = static_cast<uint64_t>(*budget_mb * 1024 * 1024);
+    options.troupe_binary = SelfExe();
+    SetExitCode(actors::RunClusterUp(options));
+  });
+}
+
+}  // namespace troupe::app

