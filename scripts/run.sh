@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The main job: starts a local cluster (a head and N shard processes, CURVE
+# between them), sends one chat prompt through it, prints the streamed answer,
+# and stops the cluster.
+#
+#   scripts/run.sh ["prompt"] [--shards N]      (default: 3 shards)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PROMPT=${1:-"Give me three tips for staying healthy."}
+shift || true
+SHARDS=3
+if [ "${1:-}" = "--shards" ]; then SHARDS=$2; fi
+DIR=$(mktemp -d -t troupe-run-XXXXXX)
+build/bin/troupe cluster up --shards "$SHARDS" --dir "$DIR" --base-port 0 >"$DIR/cluster.out" 2>"$DIR/cluster.err" &
+CLUSTER=$!
+cleanup() { kill -TERM "$CLUSTER" 2>/dev/null || true; wait "$CLUSTER" 2>/dev/null || true; rm -rf "$DIR"; }
+trap cleanup EXIT
+for _ in $(seq 1 900); do
+  [ -s "$DIR/cluster.json" ] && break
+  kill -0 "$CLUSTER" 2>/dev/null || { cat "$DIR/cluster.err" >&2; exit 1; }
+  sleep 0.2
+done
+[ -s "$DIR/cluster.json" ] || { echo "run.sh: the cluster did not come up" >&2; cat "$DIR/cluster.err" >&2; exit 1; }
+ENDPOINT=$(head -n 1 "$DIR/cluster.out")
+echo "[troupe] cluster of 1 head + $SHARDS shards at $ENDPOINT; asking: $PROMPT" >&2
+build/bin/troupe submit --endpoint "$ENDPOINT" --chat --prompt "$PROMPT" --max-tokens 128
