@@ -11,8 +11,8 @@
 // Every figure is the median of --runs timing runs. Wall-clock times are
 // what matters but are inflated when other processes share the cores; for
 // one thread the bench also prints CPU-time figures, which are not.
-// --huge-pages backs the weights with 2 MB pages (madvise), as a loader
-// could; file mappings use 4 KB pages. Torch-free.
+// --huge-pages backs the weights with 2 MB pages (HugePageBuffer), as a
+// loader can; file mappings use 4 KB pages. Torch-free.
 
 #include <sys/mman.h>
 #include <time.h>
@@ -25,8 +25,10 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "pipeline/quant/huge_pages.h"
 #include "pipeline/quant/kernels.h"
 #include "pipeline/quant/qmatrix.h"
 
@@ -46,25 +48,50 @@ double ProcessCpuSeconds() {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
-struct FreeDeleter {
-  void operator()(uint8_t* p) const { std::free(p); }
+// Weight memory: 4 KB pages (64-byte aligned, THP refused), or 2 MB pages
+// from HugePageBuffer (huge_pages.h, what a loader would use) with
+// --huge-pages.
+class Buffer {
+ public:
+  explicit Buffer(size_t bytes) {
+    if (g_huge_pages) {
+      Result<HugePageBuffer> b = HugePageBuffer::Allocate(bytes);
+      if (!b.ok()) {
+        std::fprintf(stderr, "%s\n", b.status().ToString().c_str());
+        std::exit(1);
+      }
+      huge_ = std::move(b.value());
+      return;
+    }
+    const size_t alloc = (bytes + 63) / 64 * 64;
+    plain_.reset(static_cast<uint8_t*>(std::aligned_alloc(64, alloc)));
+    madvise(plain_.get(), alloc, MADV_NOHUGEPAGE);
+  }
+  uint8_t* get() { return g_huge_pages ? huge_.data() : plain_.get(); }
+
+ private:
+  struct FreeDeleter {
+    void operator()(uint8_t* p) const { std::free(p); }
+  };
+  std::unique_ptr<uint8_t, FreeDeleter> plain_;
+  HugePageBuffer huge_;
 };
-using Buffer = std::unique_ptr<uint8_t, FreeDeleter>;
 
 // Random weight bytes with small finite fp16 scales at the right offsets.
 Buffer RandomWeights(GgmlType type, int64_t rows, int64_t cols, uint32_t seed) {
   const size_t bytes = static_cast<size_t>(rows * ggml_row_bytes(type, cols));
-  const size_t align = g_huge_pages ? (2u << 20) : 64;
-  const size_t alloc = (bytes + align - 1) / align * align;
-  Buffer buf(static_cast<uint8_t*>(std::aligned_alloc(align, alloc)));
-  madvise(buf.get(), alloc, g_huge_pages ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+  Buffer buf(bytes);
   std::mt19937 rng(seed);
   uint8_t* w = buf.get();
   for (size_t i = 0; i < bytes; ++i) w[i] = static_cast<uint8_t>(rng());
   const int64_t bb = ggml_block_bytes(type);
-  for (size_t off = 0; off + bb <= bytes; off += bb) {
-    w[off + 1] = 0x20;  // fp16 d ~ 2^-7
-    if (type == GgmlType::Q4_1) w[off + 3] = 0xA4;  // fp16 m ~ -2^-6
+  if (type == GgmlType::F16) {  // every value a small finite half
+    for (size_t off = 1; off < bytes; off += 2) w[off] = static_cast<uint8_t>(0x20 | (w[off] & 0x83));
+  } else {
+    for (size_t off = 0; off + bb <= bytes; off += bb) {
+      w[off + 1] = 0x20;  // fp16 d ~ 2^-7
+      if (type == GgmlType::Q4_1) w[off + 3] = 0xA4;  // fp16 m ~ -2^-6
+    }
   }
   return buf;
 }
@@ -126,10 +153,7 @@ Timing TimeIt(int runs, double min_seconds, int calls_per_step, const Step& step
 // memory system gives at the moment (it varies with what else runs).
 void BenchStreamRead(int runs, double mb) {
   const int64_t words = static_cast<int64_t>(mb * 1e6 / 8);
-  const size_t align = g_huge_pages ? (2u << 20) : 64;
-  const size_t alloc = (static_cast<size_t>(words) * 8 + align - 1) / align * align;
-  Buffer buf(static_cast<uint8_t*>(std::aligned_alloc(align, alloc)));
-  madvise(buf.get(), alloc, g_huge_pages ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+  Buffer buf(static_cast<size_t>(words) * 8);
   uint64_t* w = reinterpret_cast<uint64_t*>(buf.get());
   for (int64_t i = 0; i < words; ++i) w[i] = static_cast<uint64_t>(i);
   for (int threads : {1, 2}) {
@@ -162,6 +186,7 @@ void BenchShapes(Isa isa, int runs, double dram_mb) {
       {"Q4_1 [576,1536] down", GgmlType::Q4_1, 576, 1536},
       {"Q8_0 [49152,576] head", GgmlType::Q8_0, 49152, 576},
       {"Q8_0 [1536,576]", GgmlType::Q8_0, 1536, 576},
+      {"F16 [1536,576]", GgmlType::F16, 1536, 576},
   };
   for (const Shape& s : shapes) {
     const double bytes = static_cast<double>(s.rows * ggml_row_bytes(s.type, s.cols));

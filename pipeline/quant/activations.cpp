@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
+
+#include "pipeline/quant/half.h"
 
 #if defined(__AVX512F__)
 // GCC 12.2's AVX-512 headers trip -Wuninitialized on their own
@@ -15,58 +18,121 @@
 namespace troupe {
 namespace {
 
-// Blocks whose largest magnitude is below this quantize to all zeros (their
-// reciprocal scale would overflow).
-constexpr float kTinyAmax = 1e-30f;
+// The scale ggml's dot products use for a 32-value block: fp16(d) widened.
+float RoundToHalf(float d) { return Fp16ToFp32(Fp32ToFp16(d)); }
 
-// Quantizes len values symmetrically to [-127, 127]; returns the scale and
-// stores the integer sum in *sum. Rounds to nearest even.
-float QuantizeSpanScalar(const float* x, int len, int8_t* q, int32_t* sum) {
+// 127 / amax, or 0 when amax is 0 or the quotient overflows (see the header).
+float InverseScale(float amax) {
+  const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+  return id <= std::numeric_limits<float>::max() ? id : 0.0f;
+}
+
+// ggml quantize_row_q8_0 / q8_1 for one block of 32 values: fills q, stores
+// the sum of q in *sum, returns the fp32 d = amax / 127.
+float QuantizeBlock32Scalar(const float* x, int8_t* q, int32_t* sum) {
   float amax = 0.0f;
-  for (int j = 0; j < len; ++j) amax = std::max(amax, std::fabs(x[j]));
-  if (amax < kTinyAmax) amax = 0.0f;
-  const float d = amax / 127.0f;
-  const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+  for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
+  const float id = InverseScale(amax);
   int32_t s = 0;
-  for (int j = 0; j < len; ++j) {
-    float v = std::nearbyint(x[j] * id);
-    v = std::min(127.0f, std::max(-127.0f, v));
-    q[j] = static_cast<int8_t>(v);
+  for (int j = 0; j < 32; ++j) {
+    q[j] = static_cast<int8_t>(std::nearbyint(x[j] * id));  // |x * id| < 127.5
     s += q[j];
   }
   *sum = s;
-  return d;
+  return amax / 127.0f;
 }
+
+// ggml quantize_row_q8_K_ref for one super-block of 256 values: fills q,
+// returns d = 1 / iscale.
+float QuantizeBlock256Scalar(const float* x, int8_t* q) {
+  float amax = 0.0f, max = 0.0f;
+  for (int j = 0; j < 256; ++j) {
+    const float ax = std::fabs(x[j]);
+    if (ax > amax) {
+      amax = ax;
+      max = x[j];
+    }
+  }
+  if (amax == 0.0f) {
+    std::memset(q, 0, 256);
+    return 0.0f;
+  }
+  const float iscale = -127.0f / max;
+  if (!(std::fabs(iscale) <= std::numeric_limits<float>::max())) {  // d = -0 or +0
+    std::memset(q, 0, 256);
+    return 1.0f / iscale;
+  }
+  for (int j = 0; j < 256; ++j) {
+    q[j] = static_cast<int8_t>(std::min(127.0f, std::nearbyint(iscale * x[j])));
+  }
+  return 1.0f / iscale;
+}
+
+struct ScalarOps {
+  static float Block32(const float* x, int8_t* q, int32_t* sum) {
+    return QuantizeBlock32Scalar(x, q, sum);
+  }
+  static float Block256(const float* x, int8_t* q) { return QuantizeBlock256Scalar(x, q); }
+};
 
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-// Same values as QuantizeSpanScalar (same products, RNE conversion); len is a
-// multiple of 16.
-float QuantizeSpanAvx512(const float* x, int len, int8_t* q, int32_t* sum) {
-  const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF));
-  __m512 m = _mm512_setzero_ps();
-  for (int j = 0; j < len; j += 16) {
-    m = _mm512_max_ps(m, _mm512_and_ps(_mm512_loadu_ps(x + j), abs_mask));
+// The same values as the scalar functions: the same fp32 products, rounded
+// half-even by the conversion (MXCSR default), and max|x| is exact in any
+// order.
+struct Avx512Ops {
+  static float Block32(const float* x, int8_t* q, int32_t* sum) {
+    const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF));
+    const __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
+    const float amax = _mm512_reduce_max_ps(
+        _mm512_max_ps(_mm512_and_ps(v0, abs_mask), _mm512_and_ps(v1, abs_mask)));
+    const __m512 id = _mm512_set1_ps(InverseScale(amax));
+    const __m512i i0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, id));
+    const __m512i i1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, id));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm512_cvtsepi32_epi8(i0));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16), _mm512_cvtsepi32_epi8(i1));
+    *sum = _mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1));
+    return amax / 127.0f;
   }
-  float amax = _mm512_reduce_max_ps(m);
-  if (amax < kTinyAmax) amax = 0.0f;
-  const float d = amax / 127.0f;
-  const __m512 id = _mm512_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
-  const __m512i hi = _mm512_set1_epi32(127), lo = _mm512_set1_epi32(-127);
-  __m512i s = _mm512_setzero_si512();
-  for (int j = 0; j < len; j += 16) {
-    __m512i v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + j), id));
-    v = _mm512_max_epi32(_mm512_min_epi32(v, hi), lo);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + j), _mm512_cvtepi32_epi8(v));
-    s = _mm512_add_epi32(s, v);
+
+  static float Block256(const float* x, int8_t* q) {
+    const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF));
+    __m512 m = _mm512_setzero_ps();
+    for (int j = 0; j < 256; j += 16) {
+      m = _mm512_max_ps(m, _mm512_and_ps(_mm512_loadu_ps(x + j), abs_mask));
+    }
+    const float amax = _mm512_reduce_max_ps(m);
+    if (amax == 0.0f) {
+      std::memset(q, 0, 256);
+      return 0.0f;
+    }
+    float max = 0.0f;  // the first value with |value| == amax, as the scalar scan finds
+    const __m512 vmax = _mm512_set1_ps(amax);
+    for (int j = 0; j < 256; j += 16) {
+      const __mmask16 hit =
+          _mm512_cmp_ps_mask(_mm512_and_ps(_mm512_loadu_ps(x + j), abs_mask), vmax, _CMP_EQ_OQ);
+      if (hit != 0) {
+        max = x[j + __builtin_ctz(hit)];
+        break;
+      }
+    }
+    const float iscale = -127.0f / max;
+    if (!(std::fabs(iscale) <= std::numeric_limits<float>::max())) {
+      std::memset(q, 0, 256);
+      return 1.0f / iscale;
+    }
+    const __m512 s = _mm512_set1_ps(iscale);
+    const __m512i hi = _mm512_set1_epi32(127);
+    for (int j = 0; j < 256; j += 16) {
+      const __m512i v =
+          _mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + j), s)), hi);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + j), _mm512_cvtsepi32_epi8(v));
+    }
+    return 1.0f / iscale;
   }
-  *sum = _mm512_reduce_add_epi32(s);
-  return d;
-}
+};
 #endif
 
-using SpanFn = float (*)(const float*, int, int8_t*, int32_t*);
-
-template <SpanFn QuantizeSpan>
+template <class Ops>
 void QuantizeQ8x4(const float* x, int64_t cols, uint8_t* dst) {
   const int64_t nblocks = cols / 32;
   const int64_t ngroups = (nblocks + 3) / 4;
@@ -77,15 +143,18 @@ void QuantizeQ8x4(const float* x, int64_t cols, uint8_t* dst) {
     ActGroupQ8x4& g = groups[b / 4];
     const int k = static_cast<int>(b % 4);
     int32_t sum = 0;
-    const float d = QuantizeSpan(x + 32 * b, 32, q, &sum);
+    const float d = Ops::Block32(x + 32 * b, q, &sum);
     std::memcpy(g.lo + 16 * k, q, 16);
     std::memcpy(g.hi + 16 * k, q + 16, 16);
-    g.ds[2 * k] = d;
-    g.ds[2 * k + 1] = d * static_cast<float>(sum);
+    const float d16 = RoundToHalf(d);
+    g.ds_q4_1[2 * k] = d16;
+    g.ds_q4_1[2 * k + 1] = RoundToHalf(d * static_cast<float>(sum));
+    g.ds_q4_0[2 * k] = d16;
+    g.ds_q4_0[2 * k + 1] = d16 * static_cast<float>(sum);
   }
 }
 
-template <SpanFn QuantizeSpan>
+template <class Ops>
 void QuantizeQ8x2(const float* x, int64_t cols, uint8_t* dst) {
   const int64_t nblocks = cols / 32;
   const int64_t ngroups = (nblocks + 1) / 2;
@@ -95,12 +164,12 @@ void QuantizeQ8x2(const float* x, int64_t cols, uint8_t* dst) {
     ActGroupQ8x2& g = groups[b / 2];
     const int k = static_cast<int>(b % 2);
     int32_t sum = 0;
-    g.d[k] = QuantizeSpan(x + 32 * b, 32, g.q + 32 * k, &sum);
+    g.d[k] = RoundToHalf(Ops::Block32(x + 32 * b, g.q + 32 * k, &sum));
     g.corr[k] = 128 * sum;
   }
 }
 
-template <SpanFn QuantizeSpan>
+template <class Ops>
 void QuantizeQ8K(const float* x, int64_t cols, uint8_t* dst, bool paired) {
   const int64_t nblocks = cols / 256;
   auto* blocks = reinterpret_cast<ActBlockQ8K*>(dst);
@@ -108,8 +177,7 @@ void QuantizeQ8K(const float* x, int64_t cols, uint8_t* dst, bool paired) {
   alignas(64) int8_t q[256];
   for (int64_t b = 0; b < nblocks; ++b) {
     ActBlockQ8K& blk = blocks[b];
-    int32_t sum = 0;
-    blk.d = QuantizeSpan(x + 256 * b, 256, q, &sum);
+    blk.d = Ops::Block256(x + 256 * b, q);
     for (int i = 0; i < 16; ++i) {
       int s = 0;
       for (int j = 0; j < 16; ++j) s += q[16 * i + j];
@@ -133,13 +201,13 @@ void QuantizeQ8K(const float* x, int64_t cols, uint8_t* dst, bool paired) {
   }
 }
 
-template <SpanFn QuantizeSpan>
+template <class Ops>
 void QuantizeRow(ActLayout layout, const float* x, int64_t cols, uint8_t* dst) {
   switch (layout) {
-    case ActLayout::kQ8x4: return QuantizeQ8x4<QuantizeSpan>(x, cols, dst);
-    case ActLayout::kQ8x2: return QuantizeQ8x2<QuantizeSpan>(x, cols, dst);
-    case ActLayout::kQ8K: return QuantizeQ8K<QuantizeSpan>(x, cols, dst, false);
-    case ActLayout::kQ8KPaired: return QuantizeQ8K<QuantizeSpan>(x, cols, dst, true);
+    case ActLayout::kQ8x4: return QuantizeQ8x4<Ops>(x, cols, dst);
+    case ActLayout::kQ8x2: return QuantizeQ8x2<Ops>(x, cols, dst);
+    case ActLayout::kQ8K: return QuantizeQ8K<Ops>(x, cols, dst, false);
+    case ActLayout::kQ8KPaired: return QuantizeQ8K<Ops>(x, cols, dst, true);
     case ActLayout::kNone: return;
   }
 }
@@ -183,14 +251,14 @@ int64_t ActRowBytes(ActLayout layout, int64_t cols) {
 
 void QuantizeActRow(ActLayout layout, const float* x, int64_t cols, uint8_t* dst) {
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-  QuantizeRow<QuantizeSpanAvx512>(layout, x, cols, dst);
+  QuantizeRow<Avx512Ops>(layout, x, cols, dst);
 #else
-  QuantizeRow<QuantizeSpanScalar>(layout, x, cols, dst);
+  QuantizeRow<ScalarOps>(layout, x, cols, dst);
 #endif
 }
 
 void QuantizeActRowScalar(ActLayout layout, const float* x, int64_t cols, uint8_t* dst) {
-  QuantizeRow<QuantizeSpanScalar>(layout, x, cols, dst);
+  QuantizeRow<ScalarOps>(layout, x, cols, dst);
 }
 
 }  // namespace troupe

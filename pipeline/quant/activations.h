@@ -1,6 +1,25 @@
 // Activation quantization: the fp32 input rows of QuantMatrix::Multiply are
 // quantized once per call to 8 bits so the weight dot products run on integer
-// SIMD (as llama.cpp's CPU path does).
+// SIMD, exactly as llama.cpp's CPU backend quantizes them (ggml's
+// vec_dot_type of each weight type). The int8 values and scales are the same
+// bits ggml computes, so our rounding error and llama.cpp's are the same error
+// rather than two independent ones:
+//   Q4_0, Q8_0 weights -> ggml Q8_0; Q4_1 -> ggml Q8_1 (quantize_row_q8_0/_1,
+//     x86 path), per block of 32 values:
+//       amax = max|x|, d = amax / 127 (fp32), id = amax != 0 ? 127 / amax : 0,
+//       q = round-half-even(x * id); the scale used is fp16(d) (binary16,
+//       round to nearest even, widened back to fp32), and Q8_1 adds
+//       s = fp16(d * sum(q)) (fp32 d, not the rounded one).
+//   Q4_K, Q6_K weights -> ggml Q8_K (quantize_row_q8_K_ref), per 256 values:
+//       max = the first value of largest magnitude (with its sign),
+//       iscale = -127 / max, q = min(127, round-half-even(iscale * x)),
+//       d = 1 / iscale (fp32; negative when max > 0, q then has flipped
+//       signs), bsums = sums of q over each 16 values.
+// So |x - q * d_used| <= |d| / 2 + 127 * |d_used - d| for every value, where
+// d_used = fp16(d) for 32-value blocks (|fp16(d) - d| <= 2^-11 d, or 2^-25
+// for subnormal binary16) and d_used = d for Q8_K. A block whose 127 / amax
+// overflows fp32 (amax < ~3.7e-37, where ggml's values are meaningless) gets
+// q = 0; its fp16 scale is 0, so it contributes nothing either way.
 //
 // Each weight type has a matching activation layout, arranged so the SIMD
 // kernels load activations with plain aligned loads:
@@ -11,13 +30,11 @@
 //   kQ8KPaired (Q4_K):  as kQ8K with each 128 values stored as [0..31,
 //                       64..95, 32..63, 96..127] to match Q4_K's nibbles.
 //   kNone (F32, F16, BF16): no quantization; kernels read fp32 directly.
-// Every block has its own scale d = max|x| / 127 and values q = round(x / d)
-// in [-127, 127], so |x - q * d| <= d / 2. Rows are zero-padded to whole
-// groups; padding has d = 0 and contributes nothing.
+// Rows are zero-padded to whole groups; padding has d = 0 and q = 0.
 //
 // Buffers are plain memory owned by the caller; row starts must be 64-byte
 // aligned (ActRowBytes is a multiple of 64). Functions are pure and
-// thread-safe.
+// thread-safe, and a row's bytes depend only on that row.
 #pragma once
 
 #include <cstdint>
@@ -32,17 +49,19 @@ constexpr int kActLayouts = 5;
 ActLayout ActLayoutFor(GgmlType weight_type);
 
 // Q4_0/Q4_1 layout, 128 values. Block k of the group (values 32k..32k+31):
-// lo[16k + j] = q[32k + j], hi[16k + j] = q[32k + 16 + j] (j < 16);
-// ds[2k] = d_k, ds[2k + 1] = d_k * sum(q of block k) (the term the Q4_1 min
-// and the Q4_0 offset multiply).
+// lo[16k + j] = q[32k + j], hi[16k + j] = q[32k + 16 + j] (j < 16).
+// ds_q4_1[2k] = fp16(d_k), ds_q4_1[2k + 1] = s_k = fp16(d_k * sum_k)
+// (ggml Q8_1: the pair Q4_1's (d, m) multiply);
+// ds_q4_0[2k] = fp16(d_k), ds_q4_0[2k + 1] = fp16(d_k) * sum_k (exact in
+// fp32; Q4_0's -8 offset multiplies it), sum_k = sum of q over block k.
 struct alignas(64) ActGroupQ8x4 {
   int8_t lo[64];
   int8_t hi[64];
-  float ds[8];
-  float pad[8];
+  float ds_q4_1[8];
+  float ds_q4_0[8];
 };
 
-// Q8_0 layout, 64 values. Block k: q[32k + j] = value j; d[k] = d_k;
+// Q8_0 layout, 64 values. Block k: q[32k + j] = value j; d[k] = fp16(d_k);
 // corr[k] = 128 * sum(q of block k), the term that turns an unsigned-by-
 // signed dot of (w XOR 0x80) into the signed dot of w.
 struct alignas(64) ActGroupQ8x2 {
@@ -52,10 +71,10 @@ struct alignas(64) ActGroupQ8x2 {
   uint8_t pad[48];
 };
 
-// Q4_K/Q6_K layout, 256 values, one scale. bsum16[i] = sum of values
-// 16i..16i+15, bsum32[i] = sum of values 32i..32i+31 (in value order, which
-// is q's order for kQ8K; kQ8KPaired stores value 128h + 64a + 32b + l at
-// q[128h + 64b + 32a + l]).
+// Q4_K/Q6_K layout, 256 values, one scale d = 1 / iscale (ggml Q8_K).
+// bsum16[i] = sum of values 16i..16i+15, bsum32[i] = sum of values
+// 32i..32i+31 (in value order, which is q's order for kQ8K; kQ8KPaired
+// stores value 128h + 64a + 32b + l at q[128h + 64b + 32a + l]).
 struct alignas(64) ActBlockQ8K {
   int8_t q[256];
   int16_t bsum16[16];
@@ -72,8 +91,8 @@ static_assert(sizeof(ActBlockQ8K) == 320, "");
 int64_t ActGroupValues(ActLayout layout);
 // Bytes of one quantized row of `cols` values (0 for kNone); a multiple of 64.
 int64_t ActRowBytes(ActLayout layout, int64_t cols);
-// Quantizes x[0, cols) into dst[0, ActRowBytes(layout, cols)). cols must be a
-// multiple of 32 (256 for kQ8K). Blocks with max|x| < 1e-30 become zeros.
+// Quantizes x[0, cols) into dst[0, ActRowBytes(layout, cols)) as described
+// above. cols must be a multiple of 32 (256 for kQ8K / kQ8KPaired).
 // Non-finite inputs give unspecified results. Uses AVX-512 when compiled in.
 void QuantizeActRow(ActLayout layout, const float* x, int64_t cols, uint8_t* dst);
 // The portable version; produces the same bytes as QuantizeActRow.

@@ -18,13 +18,21 @@ inline __m256 Fold256(__m512 v) {
                        _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
 }
 
-// fp32 accumulator policy for tile_driver.h.
+// fp32 accumulator policy for tile_driver.h. The horizontal sum of v is
+// ((f0 + f1) + (f2 + f3)) + ((f4 + f5) + (f6 + f7)) with f_i = v_i + v_(i+8),
+// in Sum and in each lane of Sum4 alike (batch invariance needs the same
+// rounding whichever of the two an output goes through).
 struct FloatAcc {
   using Acc = __m512;
   static __m512 Zero() { return _mm512_setzero_ps(); }
   static __m512 Add(__m512 a, __m512 b) { return _mm512_add_ps(a, b); }
-  static float Sum(__m512 v) { return _mm512_reduce_add_ps(v); }
-  // out[k] = horizontal sum of the k-th argument.
+  static float Sum(__m512 v) {
+    const __m256 f = Fold256(v);
+    const __m256 h = _mm256_hadd_ps(f, f);    // f01 f23 f01 f23 | f45 f67 ..
+    const __m256 h2 = _mm256_hadd_ps(h, h);   // f0-3 .. | f4-7 ..
+    return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(h2), _mm256_extractf128_ps(h2, 1)));
+  }
+  // out[k] = Sum(k-th argument), bit for bit.
   static void Sum4(__m512 a, __m512 b, __m512 c, __m512 d, float* out) {
     const __m256 ab = _mm256_hadd_ps(Fold256(a), Fold256(b));  // a01 a23 b01 b23 | a45 ..
     const __m256 cd = _mm256_hadd_ps(Fold256(c), Fold256(d));

@@ -45,14 +45,16 @@ inline __m256i DotU8S8(__m256i u, __m256i s) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
 }
 
+// fp32 accumulator policy for tile_driver.h. The horizontal sum of v is
+// ((v0 + v1) + (v2 + v3)) + ((v4 + v5) + (v6 + v7)) in Sum and in each lane of
+// Sum4 alike (batch invariance).
 struct FloatAcc {
   using Acc = __m256;
   static __m256 Zero() { return _mm256_setzero_ps(); }
   static float Sum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
+    const __m256 h = _mm256_hadd_ps(v, v);
+    const __m256 h2 = _mm256_hadd_ps(h, h);
+    return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(h2), _mm256_extractf128_ps(h2, 1)));
   }
   static void Sum4(__m256 a, __m256 b, __m256 c, __m256 d, float* out) {
     const __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
@@ -92,6 +94,11 @@ struct Q4Kernel : FloatAcc {
     return {_mm256_and_si256(qs, low4), _mm256_and_si256(_mm256_srli_epi16(qs, 4), low4), dm};
   }
 
+  // The activation scale pairs this weight format multiplies (activations.h).
+  static const float* ActScales(const ActGroupQ8x4* x) {
+    return kHasMin ? x->ds_q4_1 : x->ds_q4_0;
+  }
+
   template <int R, int T>
   static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, __m256 (&acc)[R][T]) {
     const int64_t nblocks = a.cols / 32;
@@ -116,10 +123,10 @@ struct Q4Kernel : FloatAcc {
               _mm256_add_epi16(_mm256_maddubs_epi16(w.lo, Load256(x->lo + 32 * half)),
                                _mm256_maddubs_epi16(w.hi, Load256(x->hi + 32 * half)));
           const __m256i raw = _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
-          // (d_w d_x, m d_x sum) pairs: scales spread over each block's lanes,
-          // min terms added into lanes 1 and 3.
+          // (d_w d_x, m s_x) pairs: scales spread over each block's lanes, min
+          // terms added into lanes 1 and 3.
           const __m256 prod =
-              _mm256_castps128_ps256(_mm_mul_ps(w.dm, _mm_load_ps(x->ds + 4 * half)));
+              _mm256_castps128_ps256(_mm_mul_ps(w.dm, _mm_load_ps(ActScales(x) + 4 * half)));
           const __m256 scale = _mm256_permutevar8x32_ps(prod, spread);
           acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(raw), scale, acc[i][j]);
           acc[i][j] = _mm256_add_ps(acc[i][j], _mm256_blend_ps(_mm256_setzero_ps(), prod, 0x0A));
@@ -171,6 +178,7 @@ struct Q4KKernel : FloatAcc {
 
   template <int R, int T>
   static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, __m256 (&acc)[R][T]) {
+    static_assert(R == 1, "K-quant tiles are one weight row");
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     const uint8_t* row = a.w + r * a.row_bytes;
     for (int64_t sb = 0; sb < a.cols / 256; ++sb) {
@@ -213,6 +221,7 @@ struct Q6KKernel : FloatAcc {
 
   template <int R, int T>
   static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, __m256 (&acc)[R][T]) {
+    static_assert(R == 1, "K-quant tiles are one weight row");
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     const __m256i bits45 = _mm256_set1_epi8(0x30);
     const uint8_t* row = a.w + r * a.row_bytes;

@@ -55,6 +55,7 @@ struct Q4Group {
 // are dwords 0..19: a = dwords 0..15, b = dwords 16..19 (in its low lane).
 struct Q4_1Format {
   static constexpr int64_t kBlockBytes = 20;
+  static const float* ActScales(const ActGroupQ8x4* x) { return x->ds_q4_1; }  // (d, s)
   static Q4Group Decode(__m512i a, __m512i b) {
     alignas(64) static const int32_t kQs[16] = {1, 2, 3, 4, 6, 7, 8, 9,
                                                 11, 12, 13, 14, 16, 17, 18, 19};
@@ -78,6 +79,7 @@ struct Q4_1Format {
 // a = words 0..31, b = words 32..35 (in its low lane).
 struct Q4_0Format {
   static constexpr int64_t kBlockBytes = 18;
+  static const float* ActScales(const ActGroupQ8x4* x) { return x->ds_q4_0; }  // (d, d sum)
   static Q4Group Decode(__m512i a, __m512i b) {
     alignas(64) static const int16_t kQs[32] = {1,  2,  3,  4,  5,  6,  7,  8,  10, 11, 12,
                                                 13, 14, 15, 16, 17, 19, 20, 21, 22, 23, 24,
@@ -103,8 +105,9 @@ template <class F>
 struct Q4Kernel : avx512::FloatAcc {
   static constexpr int kMaxR = 4, kMaxT = 4;
 
-  // acc += per-lane (d_w * d_x) * int dot; the four (m_k * d_x sum_k) terms
-  // are added into lanes 1, 3, 5, 7 (any lane works: rows are summed whole).
+  // acc += per-lane (d_w * d_x) * int dot; the four min terms (m_k * s_k, or
+  // -8 d_k * d_x sum_k for Q4_0) are added into lanes 1, 3, 5, 7 (any lane
+  // works: rows are summed whole).
   template <int T>
   static void Step(const MatmulArgs& a, const Q4Group& w, int64_t t0, int64_t g,
                    __m512 (&acc)[T]) {
@@ -114,7 +117,7 @@ struct Q4Kernel : avx512::FloatAcc {
       const auto* x = reinterpret_cast<const ActGroupQ8x4*>(a.xq + (t0 + j) * a.xq_stride) + g;
       __m512i raw = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.lo, _mm512_load_si512(x->lo));
       raw = _mm512_dpbusd_epi32(raw, w.hi, _mm512_load_si512(x->hi));
-      const __m512 prod = _mm512_castps256_ps512(_mm256_mul_ps(w.dm, _mm256_load_ps(x->ds)));
+      const __m512 prod = _mm512_castps256_ps512(_mm256_mul_ps(w.dm, _mm256_load_ps(F::ActScales(x))));
       const __m512 scale = _mm512_permutexvar_ps(_mm512_load_si512(kSpread), prod);
       acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(raw), scale, acc[j]);
       acc[j] = _mm512_mask_add_ps(acc[j], 0xAA, acc[j], prod);
@@ -127,11 +130,11 @@ struct Q4Kernel : avx512::FloatAcc {
     const int64_t full = nblocks / 4;
     const int tail = static_cast<int>(nblocks % 4);
     const uint8_t* row0 = a.w + r * a.row_bytes;
-    tiling::ForGroups<Q4Kernel, R, T>(full, acc, [&](int64_t g, __m512 (&part)[R][T]) {
+    for (int64_t g = 0; g < full; ++g) {
       for (int i = 0; i < R; ++i) {
-        Step<T>(a, F::Load(row0 + i * a.row_bytes + g * 4 * F::kBlockBytes), t0, g, part[i]);
+        Step<T>(a, F::Load(row0 + i * a.row_bytes + g * 4 * F::kBlockBytes), t0, g, acc[i]);
       }
-    });
+    }
     if (tail != 0) {
       for (int i = 0; i < R; ++i) {
         const Q4Group w = F::LoadTail(row0 + i * a.row_bytes + full * 4 * F::kBlockBytes, tail);
@@ -189,16 +192,16 @@ struct Q8_0Kernel : avx512::FloatAcc {
     const int64_t nblocks = a.cols / 32;
     const int64_t full = nblocks / 2;
     const uint8_t* row0 = a.w + r * a.row_bytes;
-    tiling::ForGroups<Q8_0Kernel, R, T>(full, acc, [&](int64_t g, __m512 (&part)[R][T]) {
+    for (int64_t g = 0; g < full; ++g) {
       for (int i = 0; i < R; ++i) {
         const uint8_t* p = row0 + i * a.row_bytes + g * 2 * kBlockBytes;
         int32_t last;
         std::memcpy(&last, p + 64, sizeof last);
         const Q8Group w =
             Decode(_mm512_loadu_si512(p), _mm512_castsi128_si512(_mm_cvtsi32_si128(last)));
-        Step<T>(a, w, t0, g, part[i]);
+        Step<T>(a, w, t0, g, acc[i]);
       }
-    });
+    }
     if (nblocks % 2 != 0) {  // one block left: words 0..16
       for (int i = 0; i < R; ++i) {
         const uint8_t* p = row0 + i * a.row_bytes + full * 2 * kBlockBytes;
@@ -245,16 +248,15 @@ struct FloatKernel : avx512::FloatAcc {
   static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, __m512 (&acc)[R][T]) {
     const uint8_t* row0 = a.w + r * a.row_bytes;
     const float* x0 = a.x + t0 * a.cols;
-    tiling::ForGroups<FloatKernel, R, T>(a.cols / 16, acc, [&](int64_t g, __m512 (&part)[R][T]) {
-      const int64_t c = 16 * g;
+    int64_t c = 0;
+    for (; c + 16 <= a.cols; c += 16) {
       __m512 xs[T];  // loaded once, reused by the R weight rows
       for (int j = 0; j < T; ++j) xs[j] = _mm512_loadu_ps(x0 + j * a.cols + c);
       for (int i = 0; i < R; ++i) {
         const __m512 w = L::Load(row0 + i * a.row_bytes + c * L::kBytes);
-        for (int j = 0; j < T; ++j) part[i][j] = _mm512_fmadd_ps(w, xs[j], part[i][j]);
+        for (int j = 0; j < T; ++j) acc[i][j] = _mm512_fmadd_ps(w, xs[j], acc[i][j]);
       }
-    });
-    const int64_t c = a.cols / 16 * 16;
+    }
     if (c < a.cols) {
       const __mmask16 m = Mask16(static_cast<int>(a.cols - c));
       for (int i = 0; i < R; ++i) {

@@ -61,7 +61,7 @@ struct Q4KKernel : avx512::FloatAcc {
 
   template <int R, int T>
   static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, __m512 (&acc)[R][T]) {
-    static_assert(R == 1, "Q4_K tiles one weight row");
+    static_assert(R == 1, "K-quant tiles are one weight row");
     // Register p holds qs[64p .. 64p + 63] (chunks 2p, 2p + 1): its low nibbles
     // are sub-blocks 4p (low 256 bits) and 4p + 2, its high nibbles 4p + 1 and
     // 4p + 3, which the kQ8KPaired activations store contiguously.
@@ -113,7 +113,7 @@ struct Q6KKernel : avx512::FloatAcc {
 
   template <int R, int T>
   static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, __m512 (&acc)[R][T]) {
-    static_assert(R == 1, "Q6_K tiles one weight row");
+    static_assert(R == 1, "K-quant tiles are one weight row");
     // Register A of half h holds values 128h + 0..63 (16-blocks 8h + 0..3),
     // B holds 128h + 64..127 (16-blocks 8h + 4..7); one scale per 128 bits.
     __m512i sc_index[4];  // register k: 128-bit lane l -> 16-value block 4k + l

@@ -41,7 +41,8 @@ float DotQ4(const uint8_t* w, const uint8_t* xq, int64_t cols) {
     for (int j = 0; j < 16; ++j) {
       isum += (qs[j] & 0x0F) * g.lo[16 * k + j] + (qs[j] >> 4) * g.hi[16 * k + j];
     }
-    acc += dw * g.ds[2 * k] * static_cast<float>(isum) + mw * g.ds[2 * k + 1];
+    const float* ds = kHasMin ? g.ds_q4_1 : g.ds_q4_0;  // (d_x, s_x) / (d_x, d_x * sum)
+    acc += dw * ds[2 * k] * static_cast<float>(isum) + mw * ds[2 * k + 1];
   }
   return acc;
 }

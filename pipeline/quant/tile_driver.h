@@ -5,16 +5,23 @@
 //   static constexpr int kMaxR, kMaxT;         // tile size: kMaxR in {1, 2, 4}, kMaxT <= 4
 //   template <int R, int T>
 //   static void Accumulate(const MatmulArgs&, int64_t r, int64_t t0, Acc (&acc)[R][T]);
-//   static Acc Zero(), Add(Acc, Acc);
+//   static Acc Zero();
 //   static float Sum(Acc);                     // horizontal sum
-//   static void Sum4(Acc, Acc, Acc, Acc, float out[4]);
+//   static void Sum4(Acc, Acc, Acc, Acc, float out[4]);  // Sum of each, bit for bit
 // Accumulate adds W[r + i, :] . x[t0 + j, :] into acc[i][j]; it walks the
-// whole row once, so each weight block is decoded once per tile and reused
-// for T activation rows from registers (prefill). With one to three
-// activation rows (decode) tiles are one weight row tall so the weights are
-// read as one sequential stream, which the hardware prefetcher follows;
-// ForGroups then splits the row over several partial accumulators so enough
-// FMA chains are in flight.
+// rows once, so each weight block is decoded once per tile and reused for T
+// activation rows from registers (prefill), and each activation block is
+// loaded once for R weight rows.
+//
+// Batch invariance: an output y[t, r] is bit-identical whatever n, t's place
+// in the batch, the rows a thread was given or the thread count. Every output
+// is one accumulator that Accumulate updates by the same operations, in
+// block order, whatever the tile: R and T only set how many independent
+// accumulators (FMA chains) are in flight. The decode shape gets its chains
+// from R = kMaxR weight rows per tile rather than from partial sums of one
+// row, which would change the rounding with the tile shape. The horizontal
+// sum is the same tree in Sum and Sum4. (Kernels for different instruction
+// sets still round differently: results are invariant per instruction set.)
 #pragma once
 
 #include <cstdint>
@@ -24,35 +31,7 @@
 namespace troupe {
 namespace tiling {
 
-// Runs body(g, acc) for g in [0, groups). When the tile has fewer than 4
-// accumulators, U = 4 / (R * T) consecutive groups go to U separate partial
-// accumulator sets (summed at the end) to break the FMA dependency chain.
-template <class K, int R, int T, class Body>
-inline void ForGroups(int64_t groups, typename K::Acc (&acc)[R][T], const Body& body) {
-  constexpr int U = R * T >= 4 ? 1 : 4 / (R * T);
-  if constexpr (U == 1) {
-    for (int64_t g = 0; g < groups; ++g) body(g, acc);
-  } else {
-    typename K::Acc part[U][R][T];
-    for (int u = 0; u < U; ++u) {
-      for (int i = 0; i < R; ++i) {
-        for (int j = 0; j < T; ++j) part[u][i][j] = u == 0 ? acc[i][j] : K::Zero();
-      }
-    }
-    int64_t g = 0;
-    for (; g + U <= groups; g += U) {
-      for (int u = 0; u < U; ++u) body(g + u, part[u]);
-    }
-    for (; g < groups; ++g) body(g, part[0]);
-    for (int i = 0; i < R; ++i) {
-      for (int j = 0; j < T; ++j) {
-        for (int u = 1; u < U; ++u) part[0][i][j] = K::Add(part[0][i][j], part[u][i][j]);
-        acc[i][j] = part[0][i][j];
-      }
-    }
-  }
-}
-
+// y[t0 + j, r + i] for i < R, j < T.
 template <class K, int R, int T>
 inline void Tile(const MatmulArgs& a, int64_t r, int64_t t0) {
   typename K::Acc acc[R][T];
@@ -70,7 +49,7 @@ inline void Tile(const MatmulArgs& a, int64_t r, int64_t t0) {
   }
 }
 
-// Activation rows [t, t + rest) for rest < kMaxT.
+// Activation rows [t, t + rest) for 0 < rest <= T.
 template <class K, int R, int T>
 inline void RestTile(const MatmulArgs& a, int64_t r, int64_t t, int64_t rest) {
   if constexpr (T > 0) {
@@ -85,39 +64,43 @@ inline void RowTile(const MatmulArgs& a, int64_t r) {
   constexpr int T = K::kMaxT;
   int64_t t = 0;
   for (; t + T <= a.n; t += T) Tile<K, R, T>(a, r, t);
-  RestTile<K, R, T - 1>(a, r, t, a.n - t);
+  if (t < a.n) RestTile<K, R, T - 1>(a, r, t, a.n - t);
 }
 
-// Decode shape (T = n < 4 activation rows): four weight rows one after the
-// other (a sequential read), their horizontal sums done together.
+// Decode shape (T = n < kMaxT activation rows): weight rows one after the
+// other, so the weights are read as one sequential stream, which the hardware
+// prefetcher follows (interleaving 4 rows halved DRAM bandwidth); the
+// out-of-order core overlaps the FMA chains of consecutive rows. The
+// horizontal sums of four rows are done together.
 template <class K, int T>
-inline void SequentialTile4(const MatmulArgs& a, int64_t r) {
-  typename K::Acc acc[4][T];
-  for (int i = 0; i < 4; ++i) {
-    typename K::Acc one[1][T];
-    for (int j = 0; j < T; ++j) one[0][j] = K::Zero();
-    K::template Accumulate<1, T>(a, r + i, 0, one);
-    for (int j = 0; j < T; ++j) acc[i][j] = one[0][j];
+inline void DecodeRows(const MatmulArgs& a, int64_t r0, int64_t r1) {
+  int64_t r = r0;
+  for (; r + 4 <= r1; r += 4) {
+    typename K::Acc acc[4][T];
+    for (int i = 0; i < 4; ++i) {
+      typename K::Acc one[1][T];
+      for (int j = 0; j < T; ++j) one[0][j] = K::Zero();
+      K::template Accumulate<1, T>(a, r + i, 0, one);
+      for (int j = 0; j < T; ++j) acc[i][j] = one[0][j];
+    }
+    for (int j = 0; j < T; ++j) {
+      K::Sum4(acc[0][j], acc[1][j], acc[2][j], acc[3][j], a.y + j * a.ldy + r);
+    }
   }
-  for (int j = 0; j < T; ++j) {
-    K::Sum4(acc[0][j], acc[1][j], acc[2][j], acc[3][j], a.y + j * a.ldy + r);
-  }
+  for (; r < r1; ++r) Tile<K, 1, T>(a, r, 0);
 }
 
 template <class K>
 void Rows(const MatmulArgs& a, int64_t r0, int64_t r1) {
-  int64_t r = r0;
-  if (a.n < 4) {
-    for (; r + 4 <= r1; r += 4) {
-      switch (a.n) {
-        case 1: SequentialTile4<K, 1>(a, r); break;
-        case 2: SequentialTile4<K, 2>(a, r); break;
-        default: SequentialTile4<K, 3>(a, r); break;
-      }
-    }
-  } else if constexpr (K::kMaxR > 1) {
-    for (; r + K::kMaxR <= r1; r += K::kMaxR) RowTile<K, K::kMaxR>(a, r);
+  switch (a.n < K::kMaxT ? a.n : 0) {
+    case 1: return DecodeRows<K, 1>(a, r0, r1);
+    case 2: if constexpr (K::kMaxT > 2) return DecodeRows<K, 2>(a, r0, r1); break;
+    case 3: if constexpr (K::kMaxT > 3) return DecodeRows<K, 3>(a, r0, r1); break;
+    default: break;
   }
+  constexpr int R = K::kMaxR;
+  int64_t r = r0;
+  for (; r + R <= r1; r += R) RowTile<K, R>(a, r);
   for (; r < r1; ++r) RowTile<K, 1>(a, r);
 }
 
