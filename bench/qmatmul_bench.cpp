@@ -86,7 +86,9 @@ Buffer RandomWeights(GgmlType type, int64_t rows, int64_t cols, uint32_t seed) {
   for (size_t i = 0; i < bytes; ++i) w[i] = static_cast<uint8_t>(rng());
   const int64_t bb = ggml_block_bytes(type);
   if (type == GgmlType::F16) {  // every value a small finite half
-    for (size_t off = 1; off < bytes; off += 2) w[off] = static_cast<uint8_t>(0x20 | (w[off] & 0x83));
+    for (size_t off = 1; off < bytes; off += 2) {
+      w[off] = static_cast<uint8_t>(0x20 | (w[off] & 0x83));
+    }
   } else {
     for (size_t off = 0; off + bb <= bytes; off += bb) {
       w[off + 1] = 0x20;  // fp16 d ~ 2^-7

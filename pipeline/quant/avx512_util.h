@@ -25,7 +25,6 @@ inline __m256 Fold256(__m512 v) {
 struct FloatAcc {
   using Acc = __m512;
   static __m512 Zero() { return _mm512_setzero_ps(); }
-  static __m512 Add(__m512 a, __m512 b) { return _mm512_add_ps(a, b); }
   static float Sum(__m512 v) {
     const __m256 f = Fold256(v);
     const __m256 h = _mm256_hadd_ps(f, f);    // f01 f23 f01 f23 | f45 f67 ..

@@ -79,7 +79,7 @@ int64_t HugePageBuffer::HugePageBytes() const {
   int64_t total = -1;
   while (std::fgets(line, sizeof line, f) != nullptr) {
     uintptr_t a = 0, b = 0;
-    if (std::sscanf(line, "%" SCNxPTR "-%" SCNxPTR " ", &a, &b) == 2) {  // a mapping header
+    if (std::sscanf(line, "%" SCNxPTR "-%" SCNxPTR " ", &a, &b) == 2) {  // mapping header
       inside = a < hi && b > lo;
       continue;
     }

@@ -5,6 +5,8 @@
 // activations quantized by QuantizeActRow (activations.h); float types read
 // the fp32 activations. Kernels only read their inputs and write their own
 // rows of y, so disjoint row ranges may run on different threads at once.
+// Each output y[t, r] depends only on W[r, :] and activation row t, bit for
+// bit: not on n, r0, r1 or the other rows (batch invariance, tile_driver.h).
 //
 // Three implementations exist: kScalar (portable reference, always built),
 // kAvx2 (AVX2 + FMA + F16C) and kAvx512 (AVX-512 F/BW/VL + VNNI). A SIMD set

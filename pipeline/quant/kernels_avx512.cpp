@@ -6,9 +6,10 @@
 // permute; low nibbles meet the activations' `lo` halves and high nibbles
 // their `hi` halves (layout kQ8x4), so one VNNI dpbusd per half yields four
 // int32 partial sums per block. The four (d, m) pairs are widened once as 8
-// halves, multiplied by the activations' (d_x, d_x * sum) pairs, spread over
-// the lanes as per-lane scales, and the min terms are added into spare lanes.
-// Horizontal sums happen once per row.
+// halves, multiplied by the activations' (d_x, s_x) pairs (ggml Q8_1's s for
+// Q4_1; d_x * sum for Q4_0, whose m is -8 d), spread over the lanes as
+// per-lane scales, and the min terms are added into spare lanes. Horizontal
+// sums happen once per row.
 //
 // Q8_0: two blocks per register. dpbusd is unsigned x signed, so weights are
 // flipped to w + 128 (XOR 0x80) and 128 * sum(x) per block is subtracted
@@ -117,7 +118,8 @@ struct Q4Kernel : avx512::FloatAcc {
       const auto* x = reinterpret_cast<const ActGroupQ8x4*>(a.xq + (t0 + j) * a.xq_stride) + g;
       __m512i raw = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.lo, _mm512_load_si512(x->lo));
       raw = _mm512_dpbusd_epi32(raw, w.hi, _mm512_load_si512(x->hi));
-      const __m512 prod = _mm512_castps256_ps512(_mm256_mul_ps(w.dm, _mm256_load_ps(F::ActScales(x))));
+      const __m512 prod =
+          _mm512_castps256_ps512(_mm256_mul_ps(w.dm, _mm256_load_ps(F::ActScales(x))));
       const __m512 scale = _mm512_permutexvar_ps(_mm512_load_si512(kSpread), prod);
       acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(raw), scale, acc[j]);
       acc[j] = _mm512_mask_add_ps(acc[j], 0xAA, acc[j], prod);

@@ -36,9 +36,14 @@ class QuantMatrix {
   // x: [n, cols] fp32 row-major; y: [n, rows] fp32 row-major.
   // Uses up to `threads` threads (0 = omp_get_max_threads(): OMP_NUM_THREADS
   // or the core count). For quantized weights x is first quantized to 8 bits
-  // per block of 32 values (256 for Q4_K/Q6_K), so |y - exact| <=
-  // sum_c |W[r, c]| * d_b / 2 (+ fp32 rounding), d_b = max|x| over the
-  // block / 127 (activations.h). Float weights: fp32 FMA throughout.
+  // exactly as llama.cpp's CPU backend does (ggml Q8_0/Q8_1 per 32 values
+  // with fp16 scales, Q8_K per 256 for Q4_K/Q6_K; activations.h), so
+  // |y - exact| <= sum_c |W[r, c]| * d_b / 2 plus the fp16 rounding of the
+  // scales and fp32 rounding (multiply_test.cpp states the full bound),
+  // d_b = max|x| over the block / 127. Float weights: fp32 FMA throughout.
+  // Batch invariant: row t of y is bit-identical whatever n, t's place in
+  // the batch and `threads` are (and the same as in MultiplyShared), for a
+  // given instruction set (BestIsa(); different sets round differently).
   void Multiply(const float* x, int64_t n, float* y, int threads = 0) const;
 
   // Writes row r expanded to fp32 into out[0, cols). (Embedding look-up.)
@@ -60,7 +65,8 @@ struct MatmulOutput {
 // gate/up): x [n, cols] is quantized once per weight format and all products
 // run in one parallel pass, rows split over the threads in proportion to
 // weight bytes. Every W_i should have the same cols (otherwise this falls back
-// to one Multiply each); outputs must not overlap. Thread-safe like Multiply.
+// to one Multiply each); outputs must not overlap. Thread-safe like Multiply;
+// each y_i is bit-identical to W_i.Multiply(x, n, y_i).
 void MultiplyShared(const MatmulOutput* outputs, int count, const float* x, int64_t n,
                     int threads = 0);
 

@@ -15,13 +15,15 @@
 //
 // Batch invariance: an output y[t, r] is bit-identical whatever n, t's place
 // in the batch, the rows a thread was given or the thread count. Every output
-// is one accumulator that Accumulate updates by the same operations, in
-// block order, whatever the tile: R and T only set how many independent
-// accumulators (FMA chains) are in flight. The decode shape gets its chains
-// from R = kMaxR weight rows per tile rather than from partial sums of one
-// row, which would change the rounding with the tile shape. The horizontal
-// sum is the same tree in Sum and Sum4. (Kernels for different instruction
-// sets still round differently: results are invariant per instruction set.)
+// is one accumulator (one FMA chain) that Accumulate updates by the same
+// operations, in block order, whatever the tile: R and T only set how many
+// chains are in flight. (Splitting a row over partial sums for the decode
+// shape, as an earlier version did, made the rounding depend on the tile
+// shape; decode instead relies on the out-of-order core overlapping the
+// chains of consecutive rows, and on the chain being short: one FMA per
+// group of blocks.) The horizontal sum is the same tree in Sum and Sum4.
+// Kernels for different instruction sets still round differently: results
+// are invariant per instruction set.
 #pragma once
 
 #include <cstdint>
@@ -92,11 +94,12 @@ inline void DecodeRows(const MatmulArgs& a, int64_t r0, int64_t r1) {
 
 template <class K>
 void Rows(const MatmulArgs& a, int64_t r0, int64_t r1) {
-  switch (a.n < K::kMaxT ? a.n : 0) {
-    case 1: return DecodeRows<K, 1>(a, r0, r1);
-    case 2: if constexpr (K::kMaxT > 2) return DecodeRows<K, 2>(a, r0, r1); break;
-    case 3: if constexpr (K::kMaxT > 3) return DecodeRows<K, 3>(a, r0, r1); break;
-    default: break;
+  if (a.n == 1) return DecodeRows<K, 1>(a, r0, r1);
+  if constexpr (K::kMaxT > 2) {
+    if (a.n == 2) return DecodeRows<K, 2>(a, r0, r1);
+  }
+  if constexpr (K::kMaxT > 3) {
+    if (a.n == 3) return DecodeRows<K, 3>(a, r0, r1);
   }
   constexpr int R = K::kMaxR;
   int64_t r = r0;

@@ -72,7 +72,9 @@ Block256 Reference256(const float* x) {
   }
   if (amax == 0.0f) return b;
   const float iscale = -127.0f / max;
-  for (int j = 0; j < 256; ++j) b.q[j] = static_cast<int8_t>(std::min(127, NearestInt(iscale * x[j])));
+  for (int j = 0; j < 256; ++j) {
+    b.q[j] = static_cast<int8_t>(std::min(127, NearestInt(iscale * x[j])));
+  }
   for (int i = 0; i < 16; ++i) {
     int s = 0;
     for (int j = 0; j < 16; ++j) s += b.q[16 * i + j];
@@ -229,7 +231,8 @@ TEST(ActivationsTest, QuantizationErrorIsHalfAStepPlusScaleRounding) {
           d_used = b.d;
         }
         float amax = 0.0f;
-        for (int64_t i = j / bv * bv; i < j / bv * bv + bv; ++i) amax = std::max(amax, std::fabs(xr[i]));
+        const int64_t b0 = j / bv * bv;
+        for (int64_t i = b0; i < b0 + bv; ++i) amax = std::max(amax, std::fabs(xr[i]));
         const double d = amax / 127.0;
         const double bound = (d / 2 + 127 * std::fabs(std::fabs(d_used) - d)) * (1 + 1e-5) + 1e-45;
         ASSERT_LE(std::abs(q), 127);

@@ -99,7 +99,8 @@ TEST(BatchInvariance, EveryWeightTypeGivesBitIdenticalRows) {
   };
   for (const Spec& s : specs) {
     const std::vector<uint8_t> bytes = RandomMatrix(s.type, kMatrixRows, s.cols, 11);
-    Result<QuantMatrix> w = QuantMatrix::Create(s.type, kMatrixRows, s.cols, bytes.data(), bytes.size());
+    Result<QuantMatrix> w =
+        QuantMatrix::Create(s.type, kMatrixRows, s.cols, bytes.data(), bytes.size());
     ASSERT_TRUE(w.ok()) << w.status().ToString();
     ExpectBatchInvariant(*w, std::string(ggml_type_name(s.type)) + " [" +
                                  std::to_string(kMatrixRows) + ", " + std::to_string(s.cols) + "]",
@@ -142,7 +143,8 @@ TEST(BatchInvariance, SharedInputCallsGiveBitIdenticalRows) {
                                 x.data() + offset * set.cols, n, threads);
           for (size_t i = 0; i < mats.size(); ++i) {
             for (int64_t t = 0; t < n; ++t) {
-              ASSERT_EQ(0, std::memcmp(alone[i][offset + t].data(), ys[i].data() + t * mats[i].rows(),
+              ASSERT_EQ(0, std::memcmp(alone[i][offset + t].data(),
+                                       ys[i].data() + t * mats[i].rows(),
                                        mats[i].rows() * sizeof(float)))
                   << ggml_type_name(mats[i].type()) << " (matrix " << i << ", " << IsaName(isa)
                   << "): row " << offset + t << " of a shared batch of " << n << " ("

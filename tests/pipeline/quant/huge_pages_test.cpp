@@ -17,14 +17,15 @@ namespace troupe {
 namespace {
 
 TEST(HugePageBufferTest, CopyIsExactAndAligned) {
-  for (size_t n : {size_t{1}, size_t{4096}, HugePageBuffer::kHugePage, HugePageBuffer::kHugePage * 3 + 5}) {
+  constexpr size_t kHuge = HugePageBuffer::kHugePage;
+  for (size_t n : {size_t{1}, size_t{4096}, kHuge, kHuge * 3 + 5}) {
     std::vector<uint8_t> src(n);
     std::mt19937 rng(static_cast<uint32_t>(n));
     for (uint8_t& b : src) b = static_cast<uint8_t>(rng());
     Result<HugePageBuffer> buf = HugePageBuffer::CopyOf(src.data(), n);
     ASSERT_TRUE(buf.ok()) << buf.status().ToString();
     EXPECT_EQ(buf->size(), n);
-    EXPECT_EQ(reinterpret_cast<uintptr_t>(buf->data()) % HugePageBuffer::kHugePage, 0u);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(buf->data()) % kHuge, 0u);
     EXPECT_EQ(std::memcmp(buf->data(), src.data(), n), 0);
   }
 }

@@ -229,9 +229,9 @@ TEST(MultiplyTest, DefaultThreadsAndConcurrentCallers) {
   for (const auto& y : out) EXPECT_EQ(y, expected);
 }
 
-// MultiplyShared gives exactly what separate Multiply calls give (thread
-// boundaries fall on 16-row multiples, so row results do not depend on the
-// split), whatever the thread count and mix of formats.
+// MultiplyShared gives exactly what separate Multiply calls give, whatever
+// the thread count and mix of formats (row results never depend on how rows
+// are split; batch_invariance_test.cpp checks that row by row).
 TEST(MultiplyTest, SharedInputMatchesSeparateCalls) {
   const int64_t cols = 576;
   struct Spec {
