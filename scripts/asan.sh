@@ -33,7 +33,10 @@ done
 log "building ${targets[*]} (-j$JOBS)"
 ninja -C "$BUILD" -j"$JOBS" "${targets[@]}"
 
-export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1
+# detect_stack_use_after_return is off: with gcc 12 it crashes inside ASan's fake stack
+# when a large test body copies a std::initializer_list (text_test, SmolLm2
+# tokenizer ids); every other check stays on.
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 failed=()
 for t in "${targets[@]}"; do
