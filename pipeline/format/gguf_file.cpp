@@ -1,5 +1,6 @@
 #include "pipeline/format/gguf_file.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -229,6 +230,7 @@ Result<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path) {
                      std::to_string(tv.n_bytes) + " bytes) runs past the end of the file (truncated?)");
     tv.data = mapped->data() + data_start + off;
   }
+  g->header_size_ = std::min<uint64_t>(data_start, size);
   g->file_ = std::move(mapped);
   return g;
 }

@@ -70,11 +70,19 @@ class GgufFile {
   const std::vector<TensorView>& tensors() const { return tensors_; }
   const TensorView* FindTensor(const std::string& name) const;
 
+  // The whole mapped file, and the length of its header (magic, metadata and
+  // tensor infos, up to the aligned start of tensor data). Reading the header
+  // touches no weight page.
+  const uint8_t* bytes() const { return file_->data(); }
+  uint64_t size() const { return file_->size(); }
+  uint64_t header_size() const { return header_size_; }
+
  private:
   GgufFile() = default;
   std::unique_ptr<MappedFile> file_;
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;
+  uint64_t header_size_ = 0;
   std::map<std::string, GgufValue> metadata_;
   std::vector<TensorView> tensors_;
   std::map<std::string, size_t> tensor_index_;

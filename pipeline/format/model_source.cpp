@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "pipeline/format/gguf_file.h"
@@ -34,12 +35,17 @@ class GgufModelSource final : public ModelSource {
     const ModelConfig& c = src->config_;
     fp << c.architecture << "-L" << c.n_layers << "-H" << c.hidden << "-V" << c.vocab << "-T"
        << file->tensors().size();
-    uint64_t h = 1469598103934665603ull;  // FNV-1a over tensor names, types and first bytes
-    for (const auto& t : file->tensors()) {
-      for (char ch : t.name) h = (h ^ static_cast<uint8_t>(ch)) * 1099511628211ull;
-      h = (h ^ static_cast<uint32_t>(t.type)) * 1099511628211ull;
-      for (size_t i = 0; i < std::min<size_t>(t.n_bytes, 64); ++i) h = (h ^ t.data[i]) * 1099511628211ull;
-    }
+    // FNV-1a over the header (metadata, tensor names, types, shapes, offsets)
+    // and the last page of the file, which holds weight bytes that tell two
+    // fine-tunes of one architecture apart. Nothing else is read: a shard must
+    // not fault in pages of layers it does not serve.
+    uint64_t h = 1469598103934665603ull;
+    auto mix = [&h](const uint8_t* p, uint64_t n) {
+      for (uint64_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+    };
+    mix(file->bytes(), file->header_size());
+    const uint64_t tail = std::min<uint64_t>(4096, file->size() - file->header_size());
+    mix(file->bytes() + file->size() - tail, tail);
     fp << "-" << std::hex << h;
     src->fingerprint_ = fp.str();
     src->file_ = std::move(file);
@@ -76,6 +82,22 @@ class HfModelSource final : public ModelSource {
                              " tokens but the model's vocabulary is " + std::to_string(c.vocab));
     std::ostringstream fp;
     fp << "hf-" << c.architecture << "-L" << c.n_layers << "-H" << c.hidden << "-V" << c.vocab;
+    // FNV-1a over every tensor's name, type and shape, and over the final
+    // norm's weights: a few KB that differ between fine-tunes of one
+    // architecture. No other weight page is read (a shard reads only its own).
+    uint64_t h = 1469598103934665603ull;
+    auto mix = [&h](const uint8_t* p, uint64_t n) {
+      for (uint64_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+    };
+    for (const std::string& name : src->checkpoint_->names()) {
+      const TensorView* t = src->checkpoint_->Find(name);
+      mix(reinterpret_cast<const uint8_t*>(name.data()), name.size());
+      const uint32_t type = static_cast<uint32_t>(t->type);
+      mix(reinterpret_cast<const uint8_t*>(&type), sizeof(type));
+      for (int64_t d : t->shape) mix(reinterpret_cast<const uint8_t*>(&d), sizeof(d));
+    }
+    if (const TensorView* norm = src->checkpoint_->Find("output_norm.weight")) mix(norm->data, norm->n_bytes);
+    fp << "-" << std::hex << h;
     src->fingerprint_ = fp.str();
     return std::unique_ptr<ModelSource>(std::move(src));
   }

@@ -212,18 +212,6 @@ def test_cache_memory_back_to_baseline_after_200_jobs(cluster):
     assert settled() == baseline
 
 
-def model_rss_mb(pid):
-    """Resident MiB of the model file's mapping in process `pid`."""
-    kb, mapping = 0, ""
-    for line in open(f"/proc/{pid}/smaps"):
-        fields = line.split()
-        if "-" in fields[0] and len(fields) >= 5:
-            mapping = fields[5] if len(fields) >= 6 else ""
-        elif fields[0] == "Rss:" and mapping == str(pathlib.Path(DEFAULT_MODEL).resolve()):
-            kb += int(fields[1])
-    return kb / 1024
-
-
 def test_a_client_that_leaves_frees_its_session(cluster):
     job = subprocess.Popen([str(TROUPE_BIN), "submit", "--endpoint", cluster.endpoint, "--prompt", "Count:",
                             "--max-tokens", "3000", "--min-tokens", "3000", "--json"],
@@ -238,12 +226,59 @@ def test_a_client_that_leaves_frees_its_session(cluster):
         time.sleep(0.1)
 
 
+def resident_file_pages(pid, path):
+    """File offsets (page-aligned) of `path`'s pages mapped into process `pid`.
+
+    Reads /proc/PID/maps for the file's mappings and the "present" bit of each
+    page in /proc/PID/pagemap (visible without privileges; PFNs are not)."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    resident = set()
+    target = str(pathlib.Path(path).resolve())
+    with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/pagemap", "rb") as pagemap:
+        for line in maps:
+            fields = line.split()
+            if len(fields) < 6 or fields[5] != target:
+                continue
+            lo, hi = (int(x, 16) for x in fields[0].split("-"))
+            file_off = int(fields[2], 16)
+            pagemap.seek(lo // page * 8)
+            entries = pagemap.read((hi - lo) // page * 8)
+            for i in range(len(entries) // 8):
+                if int.from_bytes(entries[8 * i:8 * i + 8], "little") >> 63:
+                    resident.add(file_off + i * page)
+    return resident
+
+
 def test_shard_touches_only_its_layers(cluster):
-    # A shard's 10 of 30 layers are ~22 MB of the 98 MB file (plus the
-    # metadata it parses); nothing else of the file becomes resident.
-    file_mb = os.path.getsize(DEFAULT_MODEL) / 2**20
+    # A shard maps the whole file but must fault in only the header and the
+    # tensors of its own layers: no page of another layer's tensors (nor of
+    # the embedding or output tensors) may be resident, except within one
+    # huge page (2 MiB, the largest folio a file mapping may be faulted in
+    # with) of something the shard does read, and the file's last page (part
+    # of the model fingerprint).
+    import gguf  # the reference GGUF reader, independent of ours
+
+    submit(cluster, "Warm every layer up.", "--max-tokens", "2")
+    reader = gguf.GGUFReader(DEFAULT_MODEL)
+    size = os.path.getsize(DEFAULT_MODEL)
+    slack = 2 * 2**20
     for node in cluster.info["nodes"][1:]:
-        assert 0 < model_rss_mb(node["pid"]) < 0.45 * file_mb, node["id"]
+        lo, hi = node["layers"]
+
+        def own(name):
+            return name.startswith("blk.") and lo <= int(name.split(".")[1]) < hi
+
+        owned = [(0, reader.data_offset)] + [(t.data_offset, t.data_offset + t.n_bytes)
+                                             for t in reader.tensors if own(t.name)]
+        near = [(max(0, a - slack), b + slack) for a, b in owned] + [(size - slack, size)]
+        resident = resident_file_pages(node["pid"], DEFAULT_MODEL)
+        owned_pages = [p for p in resident if any(a <= p < b for a, b in owned)]
+        stray = sorted(p for p in resident if not any(a <= p < b for a, b in near))
+        foreign = {t.name for t in reader.tensors for p in stray[:50]
+                   if t.data_offset <= p < t.data_offset + t.n_bytes}
+        assert not stray, f"{node['id']} (layers {lo}..{hi}) faulted in {len(stray)} pages of {sorted(foreign)}"
+        owned_bytes = sum(b - a for a, b in owned)
+        assert len(owned_pages) * os.sysconf("SC_PAGE_SIZE") > 0.5 * owned_bytes, node["id"]
 
 
 def test_submit_to_dead_endpoint_times_out(troupe_bin):

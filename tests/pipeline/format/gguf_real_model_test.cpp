@@ -1,5 +1,13 @@
 // The default model's GGUF file parses and describes SmolLM2-135M as documented.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
 
 #include "pipeline/format/gguf_file.h"
 #include "pipeline/format/model_source.h"
@@ -53,6 +61,37 @@ TEST(GgufRealModel, ModelSourceRequireChecksShapes) {
   EXPECT_NE(bad.status().message().find("ffn_down"), std::string::npos);
   auto missing = (*src)->Require("blk.30.ffn_down.weight", {576, 1536});
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+}
+
+// The fingerprint nodes compare before serving a session: equal for a copy
+// of the file, different when the metadata or the weights at the file's end
+// change (two fine-tunes of one architecture).
+TEST(GgufRealModel, FingerprintTellsModelsApart) {
+  std::ifstream in(TROUPE_DEFAULT_MODEL, std::ios::binary);
+  const std::vector<char> original((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(original.size(), 1u << 20);
+  const std::string path = ::testing::TempDir() + "fingerprint-" + std::to_string(::getpid()) + ".gguf";
+  auto fingerprint_of = [&path](const std::vector<char>& bytes) {
+    std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    auto src = ModelSource::Open(path);
+    EXPECT_TRUE(src.ok()) << src.status().ToString();
+    return src.ok() ? (*src)->fingerprint() : std::string();
+  };
+  auto reference = ModelSource::Open(TROUPE_DEFAULT_MODEL);
+  ASSERT_TRUE(reference.ok());
+  EXPECT_EQ(fingerprint_of(original), (*reference)->fingerprint());
+
+  std::vector<char> tuned = original;
+  tuned[tuned.size() - 100] ^= 0x01;  // a weight of the file's last tensor
+  EXPECT_NE(fingerprint_of(tuned), (*reference)->fingerprint());
+
+  std::vector<char> renamed = original;
+  const std::string name = "HuggingFaceTB";  // general.organization
+  auto at = std::search(renamed.begin(), renamed.end(), name.begin(), name.end());
+  ASSERT_NE(at, renamed.end());
+  *at = 's';
+  EXPECT_NE(fingerprint_of(renamed), (*reference)->fingerprint());
+  std::remove(path.c_str());
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // fields, GGUF names and shapes, shards = one file, variants, and clear errors
 // for missing or inconsistent folders. ParseHfConfig on hand-written configs.
 #include "pipeline/format/hf_checkpoint.h"
+#include "pipeline/format/model_source.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -73,6 +74,7 @@ class HfCheckpointTest : public ::testing::Test {
     const std::map<std::string, std::string> variants = {
         {"base", ""},         {"sharded", "--shards 3"}, {"tied", "--tied"},
         {"qwen", "--qkv-bias"}, {"llama3", "--llama3-rope"}, {"f16", "--f16"},
+        {"reseeded", "--seed 8"},
     };
     for (const auto& [name, flags] : variants) {
       const std::string cmd = Quote(kPython) + " " + Quote(kFixtureScript) + " " +
@@ -206,6 +208,22 @@ TEST_F(HfCheckpointTest, ShardedEqualsSingleFile) {
     ASSERT_EQ(a->n_bytes, b->n_bytes) << name;
     EXPECT_EQ(std::memcmp(a->data, b->data, a->n_bytes), 0) << name;
   }
+}
+
+// Nodes compare fingerprints before serving a session: one set of weights
+// stored whole or sharded is one model; other weights of the same
+// architecture (a fine-tune) are another.
+TEST_F(HfCheckpointTest, FingerprintTellsWeightsApartNotStorage) {
+  auto fingerprint = [](const std::string& dir) {
+    auto src = ModelSource::Open(dir);
+    EXPECT_TRUE(src.ok()) << src.status().ToString();
+    return src.ok() ? (*src)->fingerprint() : std::string();
+  };
+  const std::string base = fingerprint(Hf("base"));
+  EXPECT_FALSE(base.empty());
+  EXPECT_EQ(base, fingerprint(Hf("sharded")));
+  EXPECT_NE(base, fingerprint(Hf("reseeded")));
+  EXPECT_NE(base, fingerprint(Hf("qwen")));
 }
 
 TEST_F(HfCheckpointTest, TiedHasNoOutput) {
