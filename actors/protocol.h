@@ -2,7 +2,7 @@
 // between nodes everything is a troupe.v1 Envelope, see messages/troupe.proto).
 //
 //   bridge ──WireMessage / StepMessage──▶ any actor      (decoded, validated)
-//   Scheduler ──SessionStart / SessionDrop──▶ Sampler
+//   Scheduler ──SessionStart / SessionDrop / SessionMove / SessionResume──▶ Sampler
 //   Sampler ──SessionDone──▶ Scheduler
 //   any stage ──SessionFailed──▶ Scheduler
 //   bridge ──PeerGone / NodeDown──▶ Scheduler
@@ -72,6 +72,25 @@ struct SessionDrop {
   uint64_t session_id = 0;
 };
 
+// Scheduler -> Sampler: a node on the session's route is gone; the session
+// goes on as `new_id` over `route` (fresh sessions on the shards). The sampler
+// re-keys what it holds and sends nothing until SessionResume; logits still in
+// flight for `old_id` find no session and are dropped.
+struct SessionMove {
+  uint64_t old_id = 0;
+  uint64_t new_id = 0;
+  std::vector<v1::RouteHop> route;
+};
+
+// Scheduler -> Sampler: every shard of a moved session's new route is open.
+// The sampler replays prompt + tokens generated so far as one prefill and
+// generation continues where it stopped, with the same tokens: prefill
+// computes bit for bit what step-by-step decoding did, and sampling is a pure
+// function of (seed, step).
+struct SessionResume {
+  uint64_t session_id = 0;
+};
+
 // Sampler -> Scheduler: the session finished (Finish already sent); close it everywhere.
 struct SessionDone {
   uint64_t session_id = 0;
@@ -101,6 +120,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::WireMessage)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::StepMessage)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::SessionStart)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::SessionDrop)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::SessionMove)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::SessionResume)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::SessionDone)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::SessionFailed)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::PeerGone)

@@ -49,6 +49,8 @@ class SamplerActor : public StageActor {
     return {
         [this](SessionStart& s) { OnStart(s); },
         [this](const SessionDrop& d) { sessions_.erase(d.session_id); },
+        [this](SessionMove& m) { OnMove(m); },
+        [this](const SessionResume& r) { OnResume(r.session_id); },
         [this](StepMessage& m) { OnLogits(m); },
         [this](tick_atom) {
           CheckProgress();
@@ -73,6 +75,38 @@ class SamplerActor : public StageActor {
     }
     const auto now = Clock::now();
     sessions_.emplace(id, SamplerSession{std::move(s), std::move(*gen), 0, now, now, now});
+  }
+
+  void OnMove(SessionMove& m) {
+    auto it = sessions_.find(m.old_id);
+    if (it == sessions_.end()) return;
+    SamplerSession s = std::move(it->second);
+    sessions_.erase(it);
+    s.start.session_id = m.new_id;
+    s.start.route = std::move(m.route);
+    s.last_activity = Clock::now();
+    sessions_.emplace(m.new_id, std::move(s));
+  }
+
+  // Replays the session's tokens so far through its new route as one prefill;
+  // its logits are those of the next position the sampler expects.
+  void OnResume(uint64_t id) {
+    auto it = sessions_.find(id);
+    if (it == sessions_.end()) return;
+    SamplerSession& s = it->second;
+    s.last_activity = Clock::now();
+    const std::vector<int32_t>& tokens = s.generation.tokens();
+    v1::Step step;
+    step.set_session_id(id);
+    step.set_step_id(0);
+    step.set_first_position(0);
+    step.set_token_count(static_cast<uint32_t>(tokens.size()));
+    for (int32_t t : tokens) step.add_token_ids(t);
+    for (const v1::RouteHop& hop : s.start.route) *step.add_rest_of_route() = hop;
+    ctx_->counters.sessions_resumed++;
+    Status st = sender_.ForwardStep(std::move(step), at::Tensor());
+    if (!st.ok()) return Fail(id, v1::UNAVAILABLE, "sampler cannot replay the session: " + st.ToString());
+    ScheduleRetry();
   }
 
   void OnLogits(StepMessage& m) {

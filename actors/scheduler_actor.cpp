@@ -1,6 +1,7 @@
 #include "actors/scheduler_actor.h"
 
 #include <algorithm>
+#include <iostream>
 #include <map>
 #include <random>
 #include <set>
@@ -18,6 +19,9 @@ namespace {
 constexpr auto kTick = std::chrono::milliseconds(200);
 constexpr auto kOpenTimeout = std::chrono::seconds(30);
 constexpr auto kMetricsTimeout = std::chrono::seconds(2);
+// A job survives this many route changes (a node dying mid-answer) before it
+// fails: enough for any real outage, not a loop when nodes keep flapping.
+constexpr int kMaxReroutes = 4;
 
 uint64_t Mix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -49,7 +53,9 @@ struct Job {
   int64_t capacity = 0;
   std::vector<v1::RouteHop> route;  // the ring, embedding first
   std::set<std::string> waiting;    // shards yet to confirm SessionOpen
-  bool running = false;
+  bool running = false;  // the sampler holds the generation
+  bool resume = false;   // moved to a new route: replay, do not start
+  int reroutes = 0;
   Clock::time_point submitted, opened;
 };
 
@@ -194,12 +200,7 @@ class SchedulerActor : public StageActor {
     job.prompt = std::move(*ids);
     job.capacity = std::min<int64_t>(mc.max_positions, n + job.params.max_tokens);
     job.submitted = Clock::now();
-    job.route.push_back(Hop(ctx_->node_id, ctx_->node_endpoint, v1::STAGE_EMBEDDING));
-    for (const Span& s : *spans) {
-      job.route.push_back(Hop(s.node_id, s.endpoint, v1::STAGE_SHARD, s.layer_begin, s.layer_end));
-    }
-    job.route.push_back(Hop(ctx_->node_id, ctx_->node_endpoint, v1::STAGE_LM_HEAD));
-    job.route.push_back(Hop(ctx_->node_id, ctx_->node_endpoint, v1::STAGE_SAMPLER));
+    job.route = Ring(*spans);
 
     v1::Envelope status = NewEnvelope(request_id);
     v1::JobStatus* js = status.mutable_job_status();
@@ -212,20 +213,38 @@ class SchedulerActor : public StageActor {
     job_sessions_[job.job_id] = sid;
     Job& stored = jobs_[sid] = std::move(job);
     ctx_->counters.sessions_open = jobs_.size();
-    for (const v1::RouteHop& hop : stored.route) {
-      if (hop.stage() != v1::STAGE_SHARD) continue;
-      stored.waiting.insert(hop.node_id());
+    OpenOnShards(stored);
+  }
+
+  // The ring through `spans`: embedding, the shards, LM head, sampler.
+  std::vector<v1::RouteHop> Ring(const std::vector<Span>& spans) const {
+    std::vector<v1::RouteHop> route;
+    route.push_back(Hop(ctx_->node_id, ctx_->node_endpoint, v1::STAGE_EMBEDDING));
+    for (const Span& s : spans) {
+      route.push_back(Hop(s.node_id, s.endpoint, v1::STAGE_SHARD, s.layer_begin, s.layer_end));
     }
-    for (const v1::RouteHop& hop : stored.route) {
+    route.push_back(Hop(ctx_->node_id, ctx_->node_endpoint, v1::STAGE_LM_HEAD));
+    route.push_back(Hop(ctx_->node_id, ctx_->node_endpoint, v1::STAGE_SAMPLER));
+    return route;
+  }
+
+  // Sends SessionOpen to every shard of the job's route; Opened() goes on.
+  void OpenOnShards(Job& job) {
+    const uint64_t sid = job.session_id;
+    job.waiting.clear();
+    for (const v1::RouteHop& hop : job.route) {
+      if (hop.stage() == v1::STAGE_SHARD) job.waiting.insert(hop.node_id());
+    }
+    for (const v1::RouteHop& hop : job.route) {
       if (hop.stage() != v1::STAGE_SHARD) continue;
       v1::Envelope open = NewEnvelope();
       v1::SessionOpen* o = open.mutable_session_open();
       o->set_session_id(sid);
-      for (const v1::RouteHop& h : stored.route) *o->add_route() = h;
-      o->set_max_length(static_cast<uint32_t>(stored.capacity));
-      *o->mutable_sampling() = stored.sampling;
+      for (const v1::RouteHop& h : job.route) *o->add_route() = h;
+      o->set_max_length(static_cast<uint32_t>(job.capacity));
+      *o->mutable_sampling() = job.sampling;
       o->set_model_fingerprint(ctx_->fingerprint);
-      o->set_job_id(stored.job_id);
+      o->set_job_id(job.job_id);
       Status st = sender_.ToNode(hop.node_id(), hop.endpoint(), std::move(open));
       if (!st.ok()) {
         return Fail(sid, ErrorEnvelope(v1::UNAVAILABLE, "cannot reach shard '" + hop.node_id() + "': " + st.ToString(),
@@ -243,6 +262,11 @@ class SchedulerActor : public StageActor {
     job.waiting.erase(o.node_id());
     if (job.running || !job.waiting.empty()) return;
     job.running = true;
+    if (job.resume) {  // the sampler has the generation so far: replay it
+      job.resume = false;
+      send(ctx_->sampler, SessionResume{job.session_id});
+      return;
+    }
     job.opened = Clock::now();
     SessionStart start;
     start.session_id = job.session_id;
@@ -335,11 +359,50 @@ class SchedulerActor : public StageActor {
         }
       }
     }
-    for (uint64_t sid : hit) {
-      Fail(sid, ErrorEnvelope(v1::UNAVAILABLE, "node '" + node + "' on the session's route disconnected",
-                              ctx_->node_id, sid)
-                    .error());
+    for (uint64_t sid : hit) Reroute(sid, node);
+  }
+
+  // Node `dead` on the route of session `sid` is gone: the job goes on over a
+  // route without it, as a new session (fresh caches on every shard of the
+  // new route; the old session is closed on the shards that survive). The
+  // client sees no gap: the sampler replays the tokens so far and carries on.
+  // Without another node for the dead one's layers, the job fails UNAVAILABLE.
+  void Reroute(uint64_t sid, const std::string& dead) {
+    auto it = jobs_.find(sid);
+    if (it == jobs_.end()) return;
+    const std::string lost = "node '" + dead + "' on the session's route disconnected";
+    if (it->second.reroutes >= kMaxReroutes) {
+      return Fail(sid, ErrorEnvelope(v1::UNAVAILABLE, lost + " (" + std::to_string(kMaxReroutes) +
+                                                          " route changes already)", ctx_->node_id, sid)
+                           .error());
     }
+    Result<std::vector<Span>> spans = registry_.Route(ctx_->source->config().n_layers, Clock::now());
+    if (!spans.ok()) {
+      return Fail(sid, ErrorEnvelope(v1::UNAVAILABLE, lost + " and no other node can take its place: " +
+                                                          spans.status().message(), ctx_->node_id, sid)
+                           .error());
+    }
+    Job job = std::move(it->second);
+    jobs_.erase(it);
+    for (const v1::RouteHop& hop : job.route) {
+      if (hop.stage() != v1::STAGE_SHARD || hop.node_id() == dead) continue;
+      v1::Envelope env = NewEnvelope();
+      env.mutable_session_close()->set_session_id(sid);
+      env.mutable_session_close()->set_reason("rerouted");
+      Sent(sender_.ToNode(hop.node_id(), hop.endpoint(), std::move(env)));
+    }
+    const uint64_t moved = NextSessionId();
+    job.resume = job.running || job.resume;  // the sampler holds it (under `sid`)
+    job.running = false;
+    job.reroutes++;
+    job.session_id = moved;
+    job.route = Ring(*spans);
+    if (job.resume) send(ctx_->sampler, SessionMove{sid, moved, job.route});
+    std::cerr << "troupe node " << ctx_->node_id << ": " << lost << "; job " << job.job_id << " continues as session "
+              << moved << std::endl;
+    job_sessions_[job.job_id] = moved;
+    Job& stored = jobs_[moved] = std::move(job);
+    OpenOnShards(stored);
   }
 
   void StatusOf(const Origin& from, uint64_t request_id, uint64_t job_id) {

@@ -323,6 +323,52 @@ def test_a_dead_shard_fails_its_jobs_with_a_clear_error(troupe_bin, model_path):
         c.stop()
 
 
+def _shard_status(cluster):
+    p = run("status", "--endpoint", cluster.endpoint, "--json")
+    assert p.returncode == 0, p.stderr
+    return {k: v for k, v in json.loads(p.stdout)["nodes"].items() if k.startswith("shard-")}
+
+
+@pytest.mark.parametrize("victim_layers", [0, 1])
+def test_a_dead_shard_loses_no_work_when_a_replica_serves_its_layers(troupe_bin, model_path, victim_layers):
+    # Two replicas of each half of the model. Mid-answer, the shard serving
+    # the job's first (or second) half is killed with SIGKILL: the answer
+    # goes on over the replica and comes out token for token what the
+    # single process computes, with no error and no gap.
+    n = 160
+    prompt = "Tell me a long story about a lighthouse keeper."
+    expected = generate(prompt, "--max-tokens", str(n), "--min-tokens", str(n))
+    c = Cluster(shards=2, extra=("--replicas", "2"))
+    try:
+        job = subprocess.Popen([str(TROUPE_BIN), "submit", "--endpoint", c.endpoint, "--prompt", prompt,
+                                "--max-tokens", str(n), "--min-tokens", str(n), "--json"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        lines = [job.stdout.readline() for _ in range(8)]  # running, then a few tokens
+        assert all(l.startswith("{") for l in lines), job.stderr.read()
+        busy = [k for k, v in _shard_status(c).items() if v["cache_bytes_in_use"] > 0]
+        span = c.info["nodes"][1 + 2 * victim_layers]["layers"]
+        victims = [nd for nd in c.info["nodes"][1:] if nd["id"] in busy and nd["layers"] == span]
+        assert len(victims) == 1, (busy, span)
+        os.kill(victims[0]["pid"], signal.SIGKILL)
+        out, err = job.communicate(timeout=120)
+        assert job.returncode == 0, err
+        got = json_lines("".join(lines) + out)
+        assert tokens(got) == tokens(expected), f"differs after killing {victims[0]['id']}"
+        assert got[-1]["done"] and got[-1]["generated_tokens"] == n
+        status = _shard_status(c)
+        assert victims[0]["id"] not in status or status[victims[0]["id"]].get("unreachable")
+        head = json.loads(run("status", "--endpoint", c.endpoint, "--json").stdout)["nodes"]["head"]
+        assert head["sessions_resumed_total"] == 1, head
+        # Nothing is left open anywhere.
+        deadline = time.time() + 10
+        while any(v["cache_bytes_in_use"] for v in _shard_status(c).values() if "cache_bytes_in_use" in v):
+            assert time.time() < deadline, _shard_status(c)
+            time.sleep(0.1)
+        assert c.proc.poll() is None
+    finally:
+        c.stop()
+
+
 def _free_port_range(n):
     import random
     import socket
