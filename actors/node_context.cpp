@@ -44,6 +44,7 @@ v1::MetricsSnapshot NodeMetrics(const NodeContext& ctx) {
   n["sessions_closed_total"] = c.sessions_closed_total.load();
   n["cache_full_total"] = c.cache_full_total.load();
   n["sessions_resumed_total"] = c.sessions_resumed.load();
+  n["jobs_queued_total"] = c.jobs_queued.load();
   n["send_errors_total"] = c.send_errors.load();
   n["compute_microseconds_total"] = c.compute_ns.load() / 1000;
   ctx.rejects.AppendTo(&m);

@@ -42,6 +42,7 @@ struct NodeCounters {
   std::atomic<uint64_t> sessions_closed_total{0};
   std::atomic<uint64_t> cache_full_total{0};
   std::atomic<uint64_t> sessions_resumed{0};  // sessions replayed on a new route after a node died
+  std::atomic<uint64_t> jobs_queued{0};       // jobs that had to wait for KV cache
   std::atomic<uint64_t> send_errors{0};
   std::atomic<uint64_t> compute_ns{0};       // time spent in model code (forward, sampling)
 };

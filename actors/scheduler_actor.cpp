@@ -22,6 +22,10 @@ constexpr auto kMetricsTimeout = std::chrono::seconds(2);
 // A job survives this many route changes (a node dying mid-answer) before it
 // fails: enough for any real outage, not a loop when nodes keep flapping.
 constexpr int kMaxReroutes = 4;
+// A job refused for want of cache that other sessions hold waits at most this
+// long for it; its client hears from the head at least this often meanwhile.
+constexpr auto kQueueTimeout = std::chrono::minutes(10);
+constexpr auto kQueueNotice = std::chrono::seconds(10);
 
 uint64_t Mix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -55,8 +59,12 @@ struct Job {
   std::set<std::string> waiting;    // shards yet to confirm SessionOpen
   bool running = false;  // the sampler holds the generation
   bool resume = false;   // moved to a new route: replay, do not start
+  bool queued = false;   // waiting for cache: no session open anywhere
   int reroutes = 0;
   Clock::time_point submitted, opened;
+  Clock::time_point attempt;       // when the current SessionOpen round began
+  Clock::time_point queued_since;  // first refusal for want of cache (epoch: never)
+  Clock::time_point noticed;       // last JOB_QUEUED sent to the client
 };
 
 struct MetricsQuery {
@@ -231,6 +239,7 @@ class SchedulerActor : public StageActor {
   // Sends SessionOpen to every shard of the job's route; Opened() goes on.
   void OpenOnShards(Job& job) {
     const uint64_t sid = job.session_id;
+    job.attempt = Clock::now();
     job.waiting.clear();
     for (const v1::RouteHop& hop : job.route) {
       if (hop.stage() == v1::STAGE_SHARD) job.waiting.insert(hop.node_id());
@@ -259,6 +268,7 @@ class SchedulerActor : public StageActor {
     auto it = jobs_.find(o.session_id());
     if (it == jobs_.end()) return;
     Job& job = it->second;
+    if (job.queued) return;  // a late answer from before the refusal; closed there
     job.waiting.erase(o.node_id());
     if (job.running || !job.waiting.empty()) return;
     job.running = true;
@@ -302,6 +312,8 @@ class SchedulerActor : public StageActor {
     auto it = jobs_.find(session_id);
     if (it == jobs_.end()) return;
     Job& job = it->second;
+    if (job.queued && error.code() == v1::CACHE_FULL) return;  // another shard's refusal of the same round
+    if (error.code() == v1::CACHE_FULL && error.retryable() && !job.running) return Enqueue(job, error);
     v1::Envelope env = NewEnvelope(job.request_id);
     *env.mutable_error() = error;
     env.mutable_error()->set_job_id(job.job_id);
@@ -325,6 +337,74 @@ class SchedulerActor : public StageActor {
     job_sessions_.erase(it->second.job_id);
     jobs_.erase(it);
     ctx_->counters.sessions_open = jobs_.size();
+    DispatchQueued();  // the cache it held may be what a queued job waits for
+  }
+
+  // ---------------------------------------------------------------- queue
+
+  // A shard has no cache for the job now but will once other sessions close:
+  // the job closes what this round opened and waits, oldest first, for its
+  // next try (on every close and tick; replicas take turns on each try).
+  void Enqueue(Job& job, const v1::Error& why) {
+    const auto now = Clock::now();
+    for (const v1::RouteHop& hop : job.route) {
+      if (hop.stage() != v1::STAGE_SHARD) continue;
+      v1::Envelope env = NewEnvelope();
+      env.mutable_session_close()->set_session_id(job.session_id);
+      env.mutable_session_close()->set_reason("queued");
+      Sent(sender_.ToNode(hop.node_id(), hop.endpoint(), std::move(env)));
+    }
+    job.queued = true;
+    job.waiting.clear();
+    if (job.queued_since == Clock::time_point()) {
+      job.queued_since = now;
+      ctx_->counters.jobs_queued++;
+      std::cerr << "troupe node " << ctx_->node_id << ": job " << job.job_id << " waits for cache: " << why.text()
+                << std::endl;
+    }
+    if (now - job.noticed >= kQueueNotice) NoticeQueued(job);
+  }
+
+  void NoticeQueued(Job& job) {
+    job.noticed = Clock::now();
+    v1::Envelope env = NewEnvelope(job.request_id);
+    v1::JobStatus* js = env.mutable_job_status();
+    js->set_job_id(job.job_id);
+    js->set_state(v1::JOB_QUEUED);
+    js->set_session_id(job.session_id);
+    Reply(job.client, std::move(env));
+  }
+
+  // Gives the oldest queued job its next try, unless a queued job is trying now.
+  void DispatchQueued() {
+    Job* oldest = nullptr;
+    for (auto& [sid, job] : jobs_) {
+      if (job.queued_since == Clock::time_point() || job.running) continue;
+      if (!job.queued) return;  // one try at a time
+      if (!oldest || job.queued_since < oldest->queued_since) oldest = &job;
+    }
+    if (oldest) Dispatch(oldest->session_id);
+  }
+
+  // Sends job `sid` (queued, or rerouted) down a fresh route as a new session;
+  // answers from its earlier rounds then name a session that is gone.
+  void Dispatch(uint64_t sid) {
+    auto it = jobs_.find(sid);
+    if (it == jobs_.end()) return;
+    Result<std::vector<Span>> spans = registry_.Route(ctx_->source->config().n_layers, Clock::now());
+    if (!spans.ok()) {
+      return Fail(sid, ErrorEnvelope(v1::NO_ROUTE, spans.status().message(), ctx_->node_id, sid).error());
+    }
+    Job job = std::move(it->second);
+    jobs_.erase(it);
+    const uint64_t moved = NextSessionId();
+    job.queued = false;
+    job.session_id = moved;
+    job.route = Ring(*spans);
+    if (job.resume) send(ctx_->sampler, SessionMove{sid, moved, job.route});
+    job_sessions_[job.job_id] = moved;
+    Job& stored = jobs_[moved] = std::move(job);
+    OpenOnShards(stored);
   }
 
   void Cancel(const Origin& from, uint64_t request_id, uint64_t job_id) {
@@ -352,6 +432,7 @@ class SchedulerActor : public StageActor {
     registry_.Remove(node);  // back when it announces itself again
     std::vector<uint64_t> hit;
     for (const auto& [sid, job] : jobs_) {
+      if (job.queued) continue;  // holds nothing; it gets a fresh route when it is its turn
       for (const v1::RouteHop& hop : job.route) {
         if (hop.node_id() == node) {
           hit.push_back(sid);
@@ -382,8 +463,7 @@ class SchedulerActor : public StageActor {
                                                           spans.status().message(), ctx_->node_id, sid)
                            .error());
     }
-    Job job = std::move(it->second);
-    jobs_.erase(it);
+    Job& job = it->second;
     for (const v1::RouteHop& hop : job.route) {
       if (hop.stage() != v1::STAGE_SHARD || hop.node_id() == dead) continue;
       v1::Envelope env = NewEnvelope();
@@ -391,18 +471,12 @@ class SchedulerActor : public StageActor {
       env.mutable_session_close()->set_reason("rerouted");
       Sent(sender_.ToNode(hop.node_id(), hop.endpoint(), std::move(env)));
     }
-    const uint64_t moved = NextSessionId();
     job.resume = job.running || job.resume;  // the sampler holds it (under `sid`)
     job.running = false;
     job.reroutes++;
-    job.session_id = moved;
-    job.route = Ring(*spans);
-    if (job.resume) send(ctx_->sampler, SessionMove{sid, moved, job.route});
-    std::cerr << "troupe node " << ctx_->node_id << ": " << lost << "; job " << job.job_id << " continues as session "
-              << moved << std::endl;
-    job_sessions_[job.job_id] = moved;
-    Job& stored = jobs_[moved] = std::move(job);
-    OpenOnShards(stored);
+    std::cerr << "troupe node " << ctx_->node_id << ": " << lost << "; job " << job.job_id
+              << " goes on over another route" << std::endl;
+    Dispatch(sid);
   }
 
   void StatusOf(const Origin& from, uint64_t request_id, uint64_t job_id) {
@@ -414,7 +488,7 @@ class SchedulerActor : public StageActor {
     v1::Envelope env = NewEnvelope(request_id);
     v1::JobStatus* js = env.mutable_job_status();
     js->set_job_id(job_id);
-    js->set_state(job.running ? v1::JOB_RUNNING : v1::JOB_QUEUED);
+    js->set_state(job.running || !job.queued ? v1::JOB_RUNNING : v1::JOB_QUEUED);
     js->set_session_id(job.session_id);
     Reply(from, std::move(env));
   }
@@ -490,14 +564,28 @@ class SchedulerActor : public StageActor {
   void OnTick() {
     const auto now = Clock::now();
     std::vector<uint64_t> late;
-    for (const auto& [sid, job] : jobs_) {
-      if (!job.running && now - job.submitted > kOpenTimeout) late.push_back(sid);
+    std::vector<uint64_t> expired;
+    for (auto& [sid, job] : jobs_) {
+      if (job.queued) {
+        if (now - job.queued_since > kQueueTimeout) expired.push_back(sid);
+        else if (now - job.noticed >= kQueueNotice) NoticeQueued(job);
+      } else if (!job.running && now - job.attempt > kOpenTimeout) {
+        late.push_back(sid);
+      }
     }
     for (uint64_t sid : late) {
       std::string who;
       for (const std::string& n : jobs_[sid].waiting) who += (who.empty() ? "" : ", ") + n;
       Fail(sid, ErrorEnvelope(v1::TIMEOUT, "no answer to SessionOpen from " + who, ctx_->node_id, sid).error());
     }
+    for (uint64_t sid : expired) {
+      Fail(sid, ErrorEnvelope(v1::CACHE_FULL,
+                              "waited " + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(kQueueTimeout).count()) +
+                                  " s for KV cache that other sessions hold",
+                              ctx_->node_id, sid)
+                    .error());
+    }
+    DispatchQueued();
     std::vector<uint64_t> due;
     for (const auto& [q, query] : queries_) {
       if (now >= query.deadline) due.push_back(q);

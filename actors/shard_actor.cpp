@@ -77,9 +77,11 @@ class ShardActor : public StageActor {
   void Open(const Origin& from, const v1::Envelope& env) {
     const v1::SessionOpen& o = env.session_open();
     const uint64_t id = o.session_id();
-    auto refuse = [&](v1::ErrorCode code, const std::string& text) {
+    auto refuse = [&](v1::ErrorCode code, const std::string& text, bool retryable = false) {
       if (code == v1::CACHE_FULL) ctx_->counters.cache_full_total++;
-      Sent(sender_.Reply(from, ErrorEnvelope(code, text, ctx_->node_id, id, env.request_id())));
+      v1::Envelope error = ErrorEnvelope(code, text, ctx_->node_id, id, env.request_id());
+      error.mutable_error()->set_retryable(retryable);
+      Sent(sender_.Reply(from, std::move(error)));
     };
     if (!o.model_fingerprint().empty() && o.model_fingerprint() != ctx_->fingerprint) {
       return refuse(v1::WRONG_MODEL, "shard '" + ctx_->node_id + "' serves model " + ctx_->fingerprint +
@@ -100,7 +102,8 @@ class ShardActor : public StageActor {
                         std::to_string(decoder_->end_layer()) + "): a session of " +
                         std::to_string(o.max_length()) + " tokens needs " + std::to_string(bytes) +
                         " bytes of KV cache; " + std::to_string(budget - std::min<uint64_t>(budget, in_use_)) +
-                        " of the " + std::to_string(budget) + "-byte cache budget are free");
+                        " of the " + std::to_string(budget) + "-byte cache budget are free",
+                    /*retryable=*/bytes <= budget);
     }
     Result<std::unique_ptr<KvCache>> cache = Status::Internal("not created");
     try {

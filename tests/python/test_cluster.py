@@ -226,6 +226,35 @@ def test_a_client_that_leaves_frees_its_session(cluster):
         time.sleep(0.1)
 
 
+def head_counters(cluster):
+    p = run("status", "--endpoint", cluster.endpoint, "--json")
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)["nodes"]["head"]
+
+
+def test_a_job_that_fits_later_waits_for_cache_instead_of_failing(cluster):
+    # Each 10-layer shard has a 32 MiB budget (~4,300 positions). A long job
+    # reserves 3,000+ of them; a second job of the same size cannot fit
+    # beside it, but will once the first is done: it waits its turn (the
+    # head tells its client it is queued) and then answers exactly as the
+    # single process does.
+    queued_before = head_counters(cluster)["jobs_queued_total"]
+    first = subprocess.Popen([str(TROUPE_BIN), "submit", "--endpoint", cluster.endpoint, "--prompt", "Count:",
+                              "--max-tokens", "3000", "--min-tokens", "200", "--json"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert first.stdout.readline().startswith("{")  # holding its cache
+        second = submit(cluster, "Say hello in French.", "--chat", "--max-tokens", "3000")
+        out, err = first.communicate(timeout=120)
+        assert first.returncode == 0, err
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    assert tokens(second) == tokens(generate("Say hello in French.", "--chat", "--max-tokens", "3000"))
+    assert head_counters(cluster)["jobs_queued_total"] == queued_before + 1
+
+
 def resident_file_pages(pid, path):
     """File offsets (page-aligned) of `path`'s pages mapped into process `pid`.
 
