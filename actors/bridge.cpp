@@ -63,7 +63,27 @@ void Bridge::OnEvent(transport::LinkId link, const transport::LinkEvent& event) 
   if (!node.empty()) caf::anon_send(ctx_->scheduler, NodeDown{node});
 }
 
+void Bridge::Heartbeat() {
+  const NodeConfig& c = ctx_->config;
+  if (!c.shard || c.head_id.empty() || c.head_id == ctx_->node_id) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_heartbeat_) return;
+  next_heartbeat_ = now + std::chrono::seconds(1);
+  const PeerConfig* head = c.FindPeer(c.head_id);
+  if (!head || head->endpoint.empty()) return;
+  Result<transport::LinkId> link = ctx_->links->ConnectTo(c.head_id, head->endpoint);
+  if (!link.ok()) return;
+  v1::Envelope env = NewEnvelope();
+  v1::Heartbeat* hb = env.mutable_heartbeat();
+  hb->set_node_id(ctx_->node_id);
+  hb->set_sequence(++heartbeats_);
+  hb->set_uptime_seconds(std::chrono::duration<double>(now - started_).count());
+  hb->mutable_load()->set_active_sessions(static_cast<uint32_t>(ctx_->counters.sessions_open.load()));
+  Answer(Origin{*link, ""}, std::move(env));
+}
+
 void Bridge::OnTick() {
+  Heartbeat();
   if (replies_ && replies_->HasQueued()) {
     size_t dropped = 0;
     replies_->Retry(&dropped);

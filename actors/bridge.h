@@ -14,6 +14,7 @@
 // outlive the PollLoop that calls it (Node stops the loop first).
 #pragma once
 
+#include <chrono>
 #include <memory>
 
 #include "actors/node_context.h"
@@ -34,10 +35,17 @@ class Bridge {
   void OnSendError(transport::LinkId link, const std::string& peer, const Status& error);
   void OnEvent(transport::LinkId link, const transport::LinkEvent& event);
   void OnTick();
+  // A shard tells its head it is alive every second from this thread, not
+  // from its actor: a long batch delays the actor's announces, but only a
+  // stopped, hung or cut-off process stops these.
+  void Heartbeat();
   void Answer(const Origin& to, v1::Envelope envelope);
 
   std::shared_ptr<NodeContext> ctx_;
   std::unique_ptr<Outbound> replies_;  // created on the loop thread
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point next_heartbeat_;
+  uint64_t heartbeats_ = 0;
 };
 
 }  // namespace troupe::actors

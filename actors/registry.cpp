@@ -12,6 +12,19 @@ void Registry::Upsert(ShardEntry entry) {
 
 void Registry::Remove(const std::string& node_id) { nodes_.erase(node_id); }
 
+void Registry::Touch(const std::string& node_id, std::chrono::steady_clock::time_point now) {
+  auto it = nodes_.find(node_id);
+  if (it != nodes_.end()) it->second.last_seen = std::max(it->second.last_seen, now);
+}
+
+std::vector<std::string> Registry::Expired(std::chrono::steady_clock::time_point now) const {
+  std::vector<std::string> out;
+  for (const auto& [id, e] : nodes_) {
+    if (!Alive(e, now)) out.push_back(id);
+  }
+  return out;
+}
+
 bool Registry::Alive(const ShardEntry& e, std::chrono::steady_clock::time_point now) const {
   return e.fixed || now - e.last_seen <= ttl_;
 }

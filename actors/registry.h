@@ -48,6 +48,12 @@ class Registry {
   // Adds or refreshes a node (an announce or a config peer).
   void Upsert(ShardEntry entry);
   void Remove(const std::string& node_id);
+  // A heartbeat from a known node: it is alive now. Unknown nodes are ignored
+  // (they join by announcing).
+  void Touch(const std::string& node_id, std::chrono::steady_clock::time_point now);
+  // Learned nodes not heard from for longer than the ttl: stopped, hung or cut off.
+  std::vector<std::string> Expired(std::chrono::steady_clock::time_point now) const;
+  std::chrono::milliseconds ttl() const { return ttl_; }
 
   // Spans covering [0, n_layers): NotFound ("no shard serves layer 10") when
   // some layer has no live node.

@@ -93,7 +93,7 @@ class SchedulerActor : public StageActor {
         [this](const SessionDone& d) { Close(d.session_id, "finished"); },
         [this](SessionFailed& f) { Fail(f.session_id, f.error); },
         [this](const PeerGone& g) { OnPeerGone(g.client); },
-        [this](const NodeDown& d) { OnNodeDown(d.node_id); },
+        [this](const NodeDown& d) { OnNodeDown(d.node_id, "disconnected"); },
         [this](tick_atom) {
           OnTick();
           delayed_send(this, kTick, tick_atom::value);
@@ -139,6 +139,7 @@ class SchedulerActor : public StageActor {
         if (env.error().has_session_id()) Fail(env.error().session_id(), env.error());
         return;
       case v1::Envelope::kRegistryAnnounce: return Announced(m.from, env.registry_announce());
+      case v1::Envelope::kHeartbeat: return registry_.Touch(env.heartbeat().node_id(), Clock::now());
       case v1::Envelope::kMetricsSnapshot:
         if (env.metrics_snapshot().node_id().empty()) return QueryMetrics(m.from, env.request_id());
         return MetricsAnswer(env.request_id(), env.metrics_snapshot());
@@ -427,7 +428,8 @@ class SchedulerActor : public StageActor {
     }
   }
 
-  void OnNodeDown(const std::string& node) {
+  // `node` is gone (`how`: "disconnected", or silent past the heartbeat ttl).
+  void OnNodeDown(const std::string& node, const std::string& how) {
     if (!registry_.Find(node) || registry_.Find(node)->fixed) return;
     registry_.Remove(node);  // back when it announces itself again
     std::vector<uint64_t> hit;
@@ -440,7 +442,7 @@ class SchedulerActor : public StageActor {
         }
       }
     }
-    for (uint64_t sid : hit) Reroute(sid, node);
+    for (uint64_t sid : hit) Reroute(sid, node, how);
   }
 
   // Node `dead` on the route of session `sid` is gone: the job goes on over a
@@ -448,10 +450,10 @@ class SchedulerActor : public StageActor {
   // new route; the old session is closed on the shards that survive). The
   // client sees no gap: the sampler replays the tokens so far and carries on.
   // Without another node for the dead one's layers, the job fails UNAVAILABLE.
-  void Reroute(uint64_t sid, const std::string& dead) {
+  void Reroute(uint64_t sid, const std::string& dead, const std::string& how) {
     auto it = jobs_.find(sid);
     if (it == jobs_.end()) return;
-    const std::string lost = "node '" + dead + "' on the session's route disconnected";
+    const std::string lost = "node '" + dead + "' on the session's route " + how;
     if (it->second.reroutes >= kMaxReroutes) {
       return Fail(sid, ErrorEnvelope(v1::UNAVAILABLE, lost + " (" + std::to_string(kMaxReroutes) +
                                                           " route changes already)", ctx_->node_id, sid)
@@ -563,6 +565,10 @@ class SchedulerActor : public StageActor {
 
   void OnTick() {
     const auto now = Clock::now();
+    const auto ttl = std::chrono::duration_cast<std::chrono::seconds>(registry_.ttl()).count();
+    for (const std::string& node : registry_.Expired(now)) {
+      OnNodeDown(node, "stopped answering (no heartbeat for " + std::to_string(ttl) + " s)");
+    }
     std::vector<uint64_t> late;
     std::vector<uint64_t> expired;
     for (auto& [sid, job] : jobs_) {

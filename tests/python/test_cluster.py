@@ -358,11 +358,13 @@ def _shard_status(cluster):
     return {k: v for k, v in json.loads(p.stdout)["nodes"].items() if k.startswith("shard-")}
 
 
-@pytest.mark.parametrize("victim_layers", [0, 1])
-def test_a_dead_shard_loses_no_work_when_a_replica_serves_its_layers(troupe_bin, model_path, victim_layers):
+@pytest.mark.parametrize("victim_layers,sig", [(0, signal.SIGKILL), (1, signal.SIGKILL), (1, signal.SIGSTOP)])
+def test_a_dead_shard_loses_no_work_when_a_replica_serves_its_layers(troupe_bin, model_path, victim_layers, sig):
     # Two replicas of each half of the model. Mid-answer, the shard serving
-    # the job's first (or second) half is killed with SIGKILL: the answer
-    # goes on over the replica and comes out token for token what the
+    # the job's first (or second) half is killed with SIGKILL (its sockets
+    # close: the head sees it at once) or frozen with SIGSTOP (a hung process
+    # or a cut cable: nothing closes, its heartbeats stop for 10 s). The
+    # answer goes on over the replica and comes out token for token what the
     # single process computes, with no error and no gap.
     n = 160
     prompt = "Tell me a long story about a lighthouse keeper."
@@ -378,8 +380,10 @@ def test_a_dead_shard_loses_no_work_when_a_replica_serves_its_layers(troupe_bin,
         span = c.info["nodes"][1 + 2 * victim_layers]["layers"]
         victims = [nd for nd in c.info["nodes"][1:] if nd["id"] in busy and nd["layers"] == span]
         assert len(victims) == 1, (busy, span)
-        os.kill(victims[0]["pid"], signal.SIGKILL)
+        os.kill(victims[0]["pid"], sig)
         out, err = job.communicate(timeout=120)
+        if sig == signal.SIGSTOP:
+            os.kill(victims[0]["pid"], signal.SIGKILL)
         assert job.returncode == 0, err
         got = json_lines("".join(lines) + out)
         assert tokens(got) == tokens(expected), f"differs after killing {victims[0]['id']}"
