@@ -104,5 +104,21 @@ TEST(RegistryTest, MissingLayersAndStaleNodesGiveNoRoute) {
   EXPECT_TRUE(r.Route(30, now + std::chrono::hours(1)).ok());  // config peers never expire
 }
 
+TEST(RegistryTest, HeartbeatsKeepKnownNodesAliveAndSilentOnesExpire) {
+  Registry r(std::chrono::seconds(5));
+  const auto t0 = std::chrono::steady_clock::now();
+  r.Upsert(ShardEntry{"a", "tcp://a", 0, 30, false, t0});
+  r.Upsert(ShardEntry{"b", "tcp://b", 0, 30, false, t0});
+  r.Upsert(ShardEntry{"fixed", "tcp://f", 0, 30, true, t0});
+  r.Touch("a", t0 + std::chrono::seconds(4));
+  r.Touch("stranger", t0 + std::chrono::seconds(4));  // joins by announcing, not by heartbeat
+  EXPECT_EQ(r.Find("stranger"), nullptr);
+  EXPECT_TRUE(r.Expired(t0 + std::chrono::seconds(5)).empty());
+  EXPECT_EQ(r.Expired(t0 + std::chrono::seconds(6)), std::vector<std::string>{"b"});
+  EXPECT_EQ(r.Expired(t0 + std::chrono::seconds(10)), (std::vector<std::string>{"a", "b"}));
+  r.Touch("a", t0);  // a late, older heartbeat does not turn the clock back
+  EXPECT_EQ(r.Expired(t0 + std::chrono::seconds(6)), std::vector<std::string>{"b"});
+}
+
 }  // namespace
 }  // namespace troupe::actors
