@@ -1,5 +1,6 @@
 #include "actors/job_client.h"
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 #include <sstream>
@@ -15,11 +16,18 @@
 
 namespace troupe::actors {
 
+constexpr const char* kCancelledWait = "CANCELLED: the caller gave up waiting";
+
 struct JobClient::Impl {
   JobClientOptions options;
   zmq::context_t context{1};
   std::unique_ptr<transport::Connection> connection;
   uint64_t next_request = 0;
+  // The job of Submit/Next: its request id, its id (0 until accepted), and
+  // whether it still runs.
+  uint64_t job_request = 0;
+  uint64_t job_id = 0;
+  bool job_running = false;
 
   ~Impl() { connection.reset(); }
 
@@ -35,15 +43,19 @@ struct JobClient::Impl {
     return st;
   }
 
-  // The next envelope answering `request_id`, waiting at most `timeout_ms`.
-  Result<v1::Envelope> Receive(uint64_t request_id, int timeout_ms) {
+  // The next envelope answering `request_id`, waiting at most `timeout_ms`;
+  // `cancelled` (optional) is asked every 100 ms and ends the wait with kCancelledWait.
+  Result<v1::Envelope> Receive(uint64_t request_id, int timeout_ms,
+                               const std::function<bool()>& cancelled = nullptr) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     while (true) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) break;
-      Result<transport::Frames> frames = connection->Receive(static_cast<int>(left.count()));
+      if (cancelled && cancelled()) return Status::Internal(kCancelledWait);
+      const int slice = cancelled ? static_cast<int>(std::min<int64_t>(left.count(), 100)) : static_cast<int>(left.count());
+      Result<transport::Frames> frames = connection->Receive(slice);
       if (!frames.ok()) {
-        if (transport::IsWouldBlock(frames.status())) break;
+        if (transport::IsWouldBlock(frames.status())) continue;  // the deadline ends the loop
         return frames.status();
       }
       if (frames->empty()) continue;
@@ -139,6 +151,96 @@ Result<v1::MetricsSnapshot> JobClient::Metrics() {
   if (answer.has_error()) return ErrorStatus(answer.error());
   if (!answer.has_metrics_snapshot()) return Status::Corrupt("unexpected answer to a metrics query");
   return answer.metrics_snapshot();
+}
+
+Result<uint64_t> JobClient::Submit(const v1::JobSubmit& job) {
+  Impl& m = *impl_;
+  if (m.job_running) return Status::Internal("a job is running on this client already");
+  m.job_request = m.next_request++;
+  m.job_id = 0;
+  v1::Envelope env = NewEnvelope(m.job_request);
+  *env.mutable_job_submit() = job;
+  TROUPE_RETURN_IF_ERROR(m.Send(env));
+  while (true) {
+    TROUPE_ASSIGN_OR_RETURN(v1::Envelope answer, m.Receive(m.job_request, m.options.first_reply_ms));
+    switch (answer.body_case()) {
+      case v1::Envelope::kJobStatus:
+        if (answer.job_status().state() == v1::JOB_FAILED) return ErrorStatus(answer.job_status().error());
+        m.job_id = answer.job_status().job_id();
+        m.job_running = true;
+        return m.job_id;
+      case v1::Envelope::kError:
+        return ErrorStatus(answer.error());
+      case v1::Envelope::kFinish:  // not before the acceptance; treat as a refusal
+        if (answer.finish().reason() == v1::FINISH_ERROR) return ErrorStatus(answer.finish().error());
+        return Status::Corrupt("a job finished before it was accepted");
+      default:
+        break;
+    }
+  }
+}
+
+Result<JobClient::Event> JobClient::Next(const std::function<bool()>& cancelled) {
+  Impl& m = *impl_;
+  if (!m.job_running) return Status::Internal("no job is running on this client");
+  while (true) {
+    Result<v1::Envelope> answer = m.Receive(m.job_request, m.options.idle_ms, cancelled);
+    if (!answer.ok()) {
+      if (answer.status().message() == kCancelledWait) {
+        Cancel();
+        return Status(StatusCode::kUnsupported, std::string("CANCELLED: job ") + std::to_string(m.job_id) +
+                                                    " was cancelled by its client");
+      }
+      m.job_running = false;
+      return answer.status();
+    }
+    Event ev;
+    switch (answer->body_case()) {
+      case v1::Envelope::kJobStatus:
+        if (answer->job_status().state() == v1::JOB_FAILED) {
+          m.job_running = false;
+          return ErrorStatus(answer->job_status().error());
+        }
+        break;  // JOB_QUEUED notices: keep waiting
+      case v1::Envelope::kToken:
+        ev.has_token = true;
+        ev.token = std::move(*answer->mutable_token());
+        return ev;
+      case v1::Envelope::kFinish:
+        m.job_running = false;
+        if (answer->finish().reason() == v1::FINISH_ERROR) return ErrorStatus(answer->finish().error());
+        ev.has_finish = true;
+        ev.finish = std::move(*answer->mutable_finish());
+        return ev;
+      case v1::Envelope::kError:
+        m.job_running = false;
+        return ErrorStatus(answer->error());
+      default:
+        break;
+    }
+  }
+}
+
+void JobClient::Cancel() {
+  Impl& m = *impl_;
+  if (!m.job_running) return;
+  m.job_running = false;
+  if (m.job_id == 0) return;  // never accepted: nothing runs
+  v1::Envelope env = NewEnvelope(m.next_request++);
+  env.mutable_job_cancel()->set_job_id(m.job_id);
+  env.mutable_job_cancel()->set_reason("the client went away");
+  if (!m.Send(env).ok()) return;
+  // The job's own request ends with the gateway's CANCELLED error (or its
+  // Finish, when it ended meanwhile).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (std::chrono::steady_clock::now() < deadline) {
+    Result<v1::Envelope> answer = m.Receive(m.job_request, 200);
+    if (!answer.ok()) {
+      if (answer.status().code() == StatusCode::kOutOfRange) continue;
+      return;
+    }
+    if (answer->has_error() || answer->has_finish()) return;
+  }
 }
 
 }  // namespace troupe::actors

@@ -11,6 +11,8 @@
 // Failures: a gateway Error comes back as a Status whose message is the
 // error's code name and text ("CACHE_FULL: shard 'shard-1' ..."); timeouts
 // as kOutOfRange naming the endpoint. Thread-safety: one thread at a time.
+// Dropping a client mid-job also ends its job: the gateway sees the client
+// go (PeerGone) and cancels it.
 #pragma once
 
 #include <functional>
@@ -43,6 +45,29 @@ class JobClient {
 
   // The merged metrics of the cluster ("<node>/<name>" keys).
   Result<v1::MetricsSnapshot> Metrics();
+
+  // The same job step by step (the HTTP front end, which must know whether a
+  // job was accepted before it answers, and must stop a job whose client
+  // left). One job at a time per client.
+  //
+  // Submit sends `job` and waits for the gateway's first answer: the job id
+  // once accepted, else the refusal (as Run reports errors).
+  Result<uint64_t> Submit(const v1::JobSubmit& job);
+  // The next Token of the submitted job (token set) or its Finish (finish
+  // set; the job is over). Waits like Run; `cancelled`, when given, is asked
+  // every 100 ms meanwhile, and when it says true the job is cancelled
+  // (Cancel) and Next fails with "CANCELLED: ...".
+  struct Event {
+    bool has_token = false;
+    v1::Token token;
+    bool has_finish = false;
+    v1::Finish finish;
+  };
+  Result<Event> Next(const std::function<bool()>& cancelled = nullptr);
+  // Sends JobCancel for the submitted job and waits briefly (1 s) for the
+  // gateway to confirm, so that its sessions are closed and their caches
+  // freed. No-op when no job is running.
+  void Cancel();
 
   struct Impl;
 

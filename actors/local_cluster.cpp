@@ -105,6 +105,7 @@ Status WaitReady(ClusterNode& node, const std::string& ready_file, const std::st
         nlohmann::json j = nlohmann::json::parse(ReadFile(ready_file));
         node.node_endpoint = j.at("node_endpoint").get<std::string>();
         node.job_endpoint = j.at("job_endpoint").get<std::string>();
+        node.http_port = j.value("http_port", 0);
         return Status::Ok();
       } catch (const std::exception& e) {
         return Status::Corrupt(ready_file + ": " + e.what());
@@ -204,6 +205,7 @@ Status LocalCluster::Launch(const ClusterOptions& o) {
     c.max_batch_sessions = o.max_batch_sessions;
     c.listen = Endpoint(o.base_port, n.head ? 0 : 1 + index);
     c.job_listen = Endpoint(o.base_port, 1);
+    if (n.head && o.http_port >= 0) c.http_listen = "127.0.0.1:" + std::to_string(o.http_port);
     c.curve = !o.insecure;
     if (c.curve) {
       c.secret_key_file = dir_ + "/keys/" + n.id + "/" + transport::kSecretKeyFileName;
@@ -299,7 +301,12 @@ Status LocalCluster::WriteClusterJson(const ClusterOptions& o) const {
     if (n.head) {
       j["endpoints"]["jobs"] = n.job_endpoint;
       j["job_endpoint"] = n.job_endpoint;
-      j["http_port"] = o.http_port;
+      if (n.http_port > 0) {
+        j["http_port"] = n.http_port;
+        j["http_url"] = "http://127.0.0.1:" + std::to_string(n.http_port) + "/v1";
+      } else {
+        j["http_port"] = nullptr;
+      }
     } else {
       j["public_key_file"] = o.insecure ? "" : dir_ + "/keys/" + n.id + "/" + transport::kPublicKeyFileName;
     }
@@ -308,8 +315,8 @@ Status LocalCluster::WriteClusterJson(const ClusterOptions& o) const {
   nlohmann::json doc = {
       {"nodes", nodes},
       {"job_endpoint", job_endpoint()},
-      {"http_port", o.http_port},
-      {"http_served", false},
+      {"http_port", http_port() > 0 ? nlohmann::json(http_port()) : nlohmann::json(nullptr)},
+      {"http_served", http_port() > 0},
       {"curve", !o.insecure},
       {"pid", static_cast<int>(::getpid())},
       {"dir", dir_},
@@ -317,6 +324,7 @@ Status LocalCluster::WriteClusterJson(const ClusterOptions& o) const {
       {"shards", o.shards},
       {"replicas", o.replicas},
   };
+  if (http_port() > 0) doc["http_url"] = "http://127.0.0.1:" + std::to_string(http_port()) + "/v1";
   return WriteAtomically(dir_ + "/cluster.json", doc.dump(2) + "\n");
 }
 
@@ -338,6 +346,7 @@ int RunClusterUp(const ClusterOptions& options) {
   std::cerr << "troupe: cluster up: head + " << options.shards << " shard(s)"
             << (options.replicas > 1 ? " x " + std::to_string(options.replicas) + " replicas" : "")
             << (options.insecure ? ", plain links" : ", CURVE links") << "; jobs on " << c.job_endpoint()
+            << (c.http_port() > 0 ? "; HTTP API on http://127.0.0.1:" + std::to_string(c.http_port()) + "/v1" : "")
             << "; " << c.dir() << "/cluster.json; Ctrl-C stops" << std::endl;
   int code = 0;
   const timespec poll{0, 200 * 1000 * 1000};

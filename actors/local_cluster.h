@@ -14,13 +14,18 @@
 //
 //   {"nodes": [{"id": "head", "role": "head", "pid": 123, "layers": [0, 0],
 //               "endpoints": {"nodes": "tcp://127.0.0.1:P", "jobs": "tcp://127.0.0.1:Q"},
-//               "job_endpoint": "tcp://127.0.0.1:Q", "http_port": H},
+//               "job_endpoint": "tcp://127.0.0.1:Q", "http_port": H,
+//               "http_url": "http://127.0.0.1:H/v1"},
 //              {"id": "shard-0", "role": "shard", "pid": 124, "layers": [0, 10],
 //               "endpoints": {"nodes": "tcp://127.0.0.1:R"}}, ...],
-//    "job_endpoint": "...", "http_port": H, "curve": true, "pid": <cluster up>, ...}
+//    "job_endpoint": "...", "http_port": H, "http_served": true,
+//    "http_url": "http://127.0.0.1:H/v1", "curve": true, "pid": <cluster up>, ...}
 //
 // Node links use CURVE unless `insecure`; the job endpoint is plain on
-// loopback. No HTTP server runs yet: http_port is recorded only.
+// loopback. The head serves the OpenAI-compatible HTTP API (http/) on
+// 127.0.0.1:http_port; H is the port actually bound (http_port 0, the
+// default: one chosen by the OS). A negative http_port serves none:
+// "http_port": null, "http_served": false, no "http_url".
 //
 // Ports: base_port 0 lets the OS choose every port; base_port P gives the head
 // P (nodes) and P+1 (jobs) and shard k P+2+k.
@@ -44,7 +49,7 @@ struct ClusterOptions {
   int replicas = 1;
   std::string dir;        // empty: a new temporary directory
   int base_port = 0;
-  int http_port = 0;      // recorded in cluster.json; not served yet
+  int http_port = 0;      // the head's HTTP API on 127.0.0.1; 0 = chosen by the OS; < 0 = none
   bool insecure = false;  // plain node links
   std::string model;
   int threads = 0;        // per node; 0 = all cores
@@ -61,6 +66,7 @@ struct ClusterNode {
   pid_t pid = -1;
   std::string node_endpoint;
   std::string job_endpoint;
+  int http_port = 0;  // head: the bound HTTP API port; 0 = none
 };
 
 class LocalCluster {
@@ -75,6 +81,8 @@ class LocalCluster {
 
   const std::string& dir() const { return dir_; }
   const std::string& job_endpoint() const { return nodes_.front().job_endpoint; }
+  // The head's bound HTTP API port; 0 when it serves none.
+  int http_port() const { return nodes_.front().http_port; }
   const std::vector<ClusterNode>& nodes() const { return nodes_; }
   // Empty while all nodes run; else which node stopped and how.
   std::string CheckChildren();

@@ -9,12 +9,14 @@
 
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <thread>
 
 #include "actors/bridge.h"
 #include "actors/embedding_actor.h"
+#include "actors/job_client.h"
 #include "actors/links.h"
 #include "actors/lm_head_actor.h"
 #include "actors/node_context.h"
@@ -23,7 +25,9 @@
 #include "actors/scheduler_actor.h"
 #include "actors/shard_actor.h"
 #include "pipeline/model/decoder.h"
+#include "http/http_server.h"
 #include "pipeline/model/model_options.h"
+#include "transport/keys.h"
 #include "transport/zap_handler.h"
 
 namespace troupe::actors {
@@ -41,6 +45,7 @@ struct Node::Impl {
   std::unique_ptr<caf::actor_system_config> caf_config;
   std::unique_ptr<caf::actor_system> system;
   std::vector<caf::actor> actors;
+  std::unique_ptr<http::HttpServer> http;
   bool stopped = false;
 };
 
@@ -50,6 +55,7 @@ Node::~Node() { Stop(); }
 const std::string& Node::id() const { return impl_->ctx->node_id; }
 const std::string& Node::node_endpoint() const { return impl_->ctx->node_endpoint; }
 const std::string& Node::job_endpoint() const { return impl_->ctx->job_endpoint; }
+int Node::http_port() const { return impl_->http ? impl_->http->port() : 0; }
 
 namespace {
 
@@ -82,6 +88,51 @@ Result<transport::SecurityConfig> NodeSecurity(const NodeConfig& c) {
                           transport::CurveSecurityFromFiles(c.secret_key_file, c.allowlist));
   sec.insecure = c.insecure;
   return sec;
+}
+
+// The HTTP API's way to the job gateway: a JobClient on the head's own job
+// endpoint, one per request.
+class JobClientBackend : public http::JobBackend {
+ public:
+  explicit JobClientBackend(std::unique_ptr<JobClient> client) : client_(std::move(client)) {}
+  Result<uint64_t> Submit(const v1::JobSubmit& job) override { return client_->Submit(job); }
+  Result<Event> Next(const std::function<bool()>& cancelled) override {
+    TROUPE_ASSIGN_OR_RETURN(JobClient::Event ev, client_->Next(cancelled));
+    Event out;
+    out.has_token = ev.has_token;
+    out.token = std::move(ev.token);
+    out.has_finish = ev.has_finish;
+    out.finish = std::move(ev.finish);
+    return out;
+  }
+  void Cancel() override { client_->Cancel(); }
+  Result<v1::MetricsSnapshot> Metrics() override { return client_->Metrics(); }
+
+ private:
+  std::unique_ptr<JobClient> client_;
+};
+
+Result<std::unique_ptr<http::HttpServer>> StartHttp(const NodeConfig& c, const std::string& job_endpoint) {
+  http::HttpServerOptions options;
+  TROUPE_RETURN_IF_ERROR(ParseHostPort(c.http_listen, &options.host, &options.port));
+  std::filesystem::path model(c.model);
+  if (model.filename().empty()) model = model.parent_path();  // "folder/"
+  options.model_id = model.filename().string();
+  options.node_id = c.id;
+  JobClientOptions client;
+  client.endpoint = job_endpoint;
+  client.first_reply_ms = 10000;
+  client.idle_ms = static_cast<int>(c.step_timeout_seconds * 1000) + 30000;
+  if (c.curve && !transport::IsLoopbackEndpoint(c.job_listen)) {
+    // The gateway is CURVE here: the head talks to itself with its own key.
+    TROUPE_ASSIGN_OR_RETURN(client.server_key, transport::ReadPublicKeyFile(c.secret_key_file));
+    client.client_key_file = c.secret_key_file;
+  }
+  options.connect = [client]() -> Result<std::unique_ptr<http::JobBackend>> {
+    TROUPE_ASSIGN_OR_RETURN(std::unique_ptr<JobClient> jc, JobClient::Connect(client));
+    return std::unique_ptr<http::JobBackend>(new JobClientBackend(std::move(jc)));
+  };
+  return http::HttpServer::Start(std::move(options));
 }
 
 }  // namespace
@@ -155,6 +206,9 @@ Result<std::unique_ptr<Node>> Node::Start(const NodeConfig& config) {
   }
   TROUPE_RETURN_IF_ERROR(m.links->AdoptNodeListener(std::move(node_listener)));
   if (job_listener) TROUPE_RETURN_IF_ERROR(m.links->AdoptJobListener(std::move(job_listener)));
+  if (config.head && !config.http_listen.empty()) {
+    TROUPE_ASSIGN_OR_RETURN(m.http, StartHttp(config, ctx->job_endpoint));
+  }
   return node;
 }
 
@@ -162,12 +216,17 @@ void Node::Stop() {
   Impl& m = *impl_;
   if (m.stopped) return;
   m.stopped = true;
+  if (m.http) m.http->Drain();
   if (m.system) {
     for (const caf::actor& a : m.actors) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     m.system->await_all_actors_done();  // on_exit closed every actor's outboxes
     // Let the bridge put the actors' last words (errors to clients) on the wire.
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+  // Its handlers are clients of the job gateway: join them while the bridge
+  // still delivers the gateway's answers.
+  if (m.http) m.http->Stop();
+  m.http.reset();
   if (m.loop) m.loop->Stop();  // joins the bridge thread
   if (m.ctx) m.ctx->ClearActors();
   m.actors.clear();
@@ -189,6 +248,7 @@ Status WriteReadyFile(const NodeConfig& config, const Node& node) {
       {"role", config.head ? "head" : "shard"},
       {"node_endpoint", node.node_endpoint()},
       {"job_endpoint", node.job_endpoint()},
+      {"http_port", node.http_port()},
       {"layers", {config.shard ? config.layer_begin : 0, config.shard ? config.layer_end : 0}},
   };
   const std::string tmp = config.ready_file + ".tmp";
@@ -231,6 +291,7 @@ int RunNode(const NodeConfig& config) {
                                            std::to_string(config.layer_end))
             << ", nodes on " << (*node)->node_endpoint()
             << ((*node)->job_endpoint().empty() ? "" : ", jobs on " + (*node)->job_endpoint())
+            << ((*node)->http_port() > 0 ? ", HTTP API on port " + std::to_string((*node)->http_port()) : "")
             << (config.curve ? " (CURVE)" : " (plain)") << std::endl;
   const timespec poll{0, 200 * 1000 * 1000};
   while (true) {

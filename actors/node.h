@@ -5,10 +5,14 @@
 // Start order: model pieces (a shard loads only its layers: the weights stay
 // in the file mapping and only its layers' pages are touched) → ZeroMQ
 // context and ZAP handler (curve mode) → poll loop (bridge thread) → bound
-// listeners → actor system and actors → listeners handed to the loop.
+// listeners → actor system and actors → listeners handed to the loop → the
+// HTTP API (head with endpoints.http; http/http_server.h), whose handlers are
+// JobClients of the node's own job endpoint.
 // Stop order (the reverse, and what CAF 0.17 needs to shut down cleanly):
-// actors exit and close their outboxes → the bridge thread is joined → the
-// actor system is destroyed → ZAP handler → context.
+// the HTTP API drains (new requests 503) → actors exit and close their
+// outboxes (running jobs get UNAVAILABLE) → the HTTP workers are joined →
+// the bridge thread is joined → the actor system is destroyed → ZAP handler
+// → context.
 //
 // This header is free of CAF and torch. Thread-safety: Start/Stop from one
 // thread; the accessors are immutable after Start.
@@ -37,6 +41,8 @@ class Node {
   // (head only; empty otherwise).
   const std::string& node_endpoint() const;
   const std::string& job_endpoint() const;
+  // The bound port of the HTTP API (head with endpoints.http), else 0.
+  int http_port() const;
 
   struct Impl;
 
@@ -46,7 +52,7 @@ class Node {
 };
 
 // Writes `config.ready_file` (when set): {"id", "pid", "node_endpoint",
-// "job_endpoint", "layers"} as JSON, atomically (rename).
+// "job_endpoint", "http_port" (0: none), "layers"} as JSON, atomically (rename).
 Status WriteReadyFile(const NodeConfig& config, const Node& node);
 
 // `troupe node`: starts the node, writes its ready file, serves until

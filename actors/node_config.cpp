@@ -66,6 +66,25 @@ const PeerConfig* NodeConfig::FindPeer(const std::string& peer_id) const {
   return nullptr;
 }
 
+Status ParseHostPort(const std::string& text, std::string* host, int* port) {
+  std::string t = text;
+  if (t.rfind("http://", 0) == 0) t = t.substr(7);
+  if (!t.empty() && t.back() == '/') t.pop_back();
+  const size_t colon = t.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == t.size()) {
+    return Status::InvalidArgument("'" + text + "': expected host:port");
+  }
+  std::string h = t.substr(0, colon);
+  const std::string p = t.substr(colon + 1);
+  if (h.size() > 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  if (p.size() > 5 || p.find_first_not_of("0123456789") != std::string::npos || std::stoi(p) > 65535) {
+    return Status::InvalidArgument("'" + text + "': port must be 0 to 65535");
+  }
+  *host = h;
+  *port = std::stoi(p);
+  return Status::Ok();
+}
+
 std::string BindSpelling(const std::string& endpoint) {
   if (endpoint.size() > 2 && endpoint.compare(endpoint.size() - 2, 2, ":0") == 0 &&
       endpoint.rfind("tcp://", 0) == 0) {
@@ -128,6 +147,15 @@ Result<NodeConfig> ParseNodeConfig(const std::string& text, const std::string& b
     TROUPE_RETURN_IF_ERROR(Read(ep, "listen", &c.listen, what));
     TROUPE_RETURN_IF_ERROR(Read(ep, "advertise", &c.advertise, what));
     TROUPE_RETURN_IF_ERROR(Read(ep, "jobs", &c.job_listen, what));
+    TROUPE_RETURN_IF_ERROR(Read(ep, "http", &c.http_listen, what));
+  }
+  if (!c.http_listen.empty()) {
+    std::string host;
+    int port = 0;
+    if (Status st = ParseHostPort(c.http_listen, &host, &port); !st.ok()) {
+      return Status::InvalidArgument(what + ": endpoints: http: " + st.message());
+    }
+    if (!c.head) return Status::InvalidArgument(what + ": endpoints: http: only a head serves the HTTP API");
   }
   c.listen = BindSpelling(c.listen);
   c.job_listen = BindSpelling(c.job_listen);
@@ -200,6 +228,7 @@ std::string NodeConfigToYaml(const NodeConfig& c) {
   out << YAML::Key << "listen" << YAML::Value << c.listen;
   if (!c.advertise.empty()) out << YAML::Key << "advertise" << YAML::Value << c.advertise;
   if (c.head) out << YAML::Key << "jobs" << YAML::Value << c.job_listen;
+  if (c.head && !c.http_listen.empty()) out << YAML::Key << "http" << YAML::Value << c.http_listen;
   out << YAML::EndMap;
   out << YAML::Key << "security" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "curve" << YAML::Value << c.curve;

@@ -15,6 +15,11 @@
 //     listen: tcp://127.0.0.1:0     # node-to-node ROUTER; port 0 = chosen by the OS
 //     advertise: tcp://10.0.0.5:5601  # what peers dial; default: the bound address
 //     jobs: tcp://127.0.0.1:5600    # head: the job gateway (plain only on loopback)
+//     http: 127.0.0.1:8000          # head: the OpenAI-compatible HTTP API (http/);
+//                                   # host:port, port 0 = chosen by the OS; absent = none.
+//                                   # Its handlers are clients of `jobs`; when that is
+//                                   # not on loopback (CURVE), the head's own key must
+//                                   # be in its allowlist.
 //   security:
 //     curve: true                   # CURVE + ZAP allowlist on every node link
 //     secret_key: keys/shard-0/node.key
@@ -66,6 +71,7 @@ struct NodeConfig {
   std::string listen = "tcp://127.0.0.1:*";
   std::string advertise;
   std::string job_listen = "tcp://127.0.0.1:*";
+  std::string http_listen;  // "host:port" (head); empty = no HTTP server
   bool curve = false;
   std::string secret_key_file;
   std::string allowlist;
@@ -84,6 +90,10 @@ Result<NodeConfig> ParseNodeConfig(const std::string& yaml, const std::string& b
                                    const std::string& what);
 // The YAML text of `config` (what `cluster up` writes for its nodes).
 std::string NodeConfigToYaml(const NodeConfig& config);
+
+// "host:port" (an optional "http://" prefix allowed; IPv6 hosts in brackets)
+// -> host and port 0..65535; InvalidArgument naming the problem.
+Status ParseHostPort(const std::string& text, std::string* host, int* port);
 
 // "tcp://h:0" -> "tcp://h:*" (ZeroMQ's spelling of an OS-chosen port).
 std::string BindSpelling(const std::string& endpoint);

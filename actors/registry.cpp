@@ -68,4 +68,17 @@ Result<std::vector<Span>> Registry::Route(int64_t n_layers, std::chrono::steady_
   return route;
 }
 
+bool Registry::Routable(int64_t n_layers, std::chrono::steady_clock::time_point now) const {
+  int64_t layer = 0;
+  while (layer < n_layers) {
+    int64_t reach = layer;
+    for (const auto& [id, e] : nodes_) {
+      if (e.layer_begin == layer && Alive(e, now) && e.layer_end <= n_layers) reach = std::max(reach, e.layer_end);
+    }
+    if (reach == layer) return false;
+    layer = reach;
+  }
+  return true;
+}
+
 }  // namespace troupe::actors

@@ -58,6 +58,8 @@ class Registry {
   // Spans covering [0, n_layers): NotFound ("no shard serves layer 10") when
   // some layer has no live node.
   Result<std::vector<Span>> Route(int64_t n_layers, std::chrono::steady_clock::time_point now);
+  // Whether Route would succeed now, without taking a replica's turn.
+  bool Routable(int64_t n_layers, std::chrono::steady_clock::time_point now) const;
 
   // Live nodes.
   std::vector<ShardEntry> Live(std::chrono::steady_clock::time_point now) const;

@@ -171,17 +171,16 @@ class SchedulerActor : public StageActor {
     PromptRequest prompt;
     if (submit.chat_size() > 0) {
       if (!submit.prompt().empty()) return refuse(v1::BAD_REQUEST, "a job has either a prompt or chat messages");
+      // A whole conversation: system / user / assistant turns in order.
       prompt.chat = true;
       prompt.system = submit.system();
       for (int i = 0; i < submit.chat_size(); ++i) {
         const v1::ChatMessage& msg = submit.chat(i);
-        if (msg.role() == "system" && i == 0) {
-          prompt.system = msg.content();
-        } else if (msg.role() == "user" && i == submit.chat_size() - 1) {
-          prompt.prompt = msg.content();
-        } else {
-          return refuse(v1::BAD_REQUEST, "only one user message (after an optional system message) is supported");
+        if (msg.role() != "system" && msg.role() != "user" && msg.role() != "assistant") {
+          return refuse(v1::BAD_REQUEST, "chat message " + std::to_string(i) + ": unknown role '" + msg.role() +
+                                             "' (system, user, assistant)");
         }
+        prompt.messages.push_back(ChatMessage{msg.role(), msg.content()});
       }
     } else {
       prompt.prompt = submit.prompt();
@@ -524,6 +523,10 @@ class SchedulerActor : public StageActor {
     query.deadline = Clock::now() + kMetricsTimeout;
     query.merged.set_node_id(ctx_->node_id);
     Merge(query.merged, NodeMetrics(*ctx_));
+    // 1 while the registry has a route through every layer (a job would be
+    // accepted now); what the HTTP front end's /health reports.
+    (*query.merged.mutable_gauges())[ctx_->node_id + "/route_ready"] =
+        registry_.Routable(ctx_->source->config().n_layers, Clock::now()) ? 1.0 : 0.0;
     for (const ShardEntry& e : registry_.Live(Clock::now())) {
       if (e.node_id == ctx_->node_id) continue;  // counted above
       v1::Envelope env = NewEnvelope(q);

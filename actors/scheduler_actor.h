@@ -2,7 +2,8 @@
 // ring, and keeps the registry of shard nodes (head).
 //
 // Protocol:
-//   WireMessage{job_submit}        tokenize, pick a route, answer JobStatus
+//   WireMessage{job_submit}        (a prompt, or a chat conversation of
+//                                  system/user/assistant turns) tokenize, pick a route, answer JobStatus
 //                                  RUNNING, send SessionOpen (max_length =
 //                                  prompt + max_tokens) to every shard on it
 //   WireMessage{session_opened}    a shard reserved its cache; when all have,
@@ -14,7 +15,9 @@
 //   WireMessage{job_status_query}  answer JobStatus
 //   WireMessage{registry_announce} a shard (re)announces its layers and endpoint
 //   WireMessage{metrics_snapshot}  a client's query: ask every shard, answer
-//                                  one merged snapshot ("<node>/<name>" keys);
+//                                  one merged snapshot ("<node>/<name>" keys,
+//                                  plus "<head>/route_ready" 1|0: can a job be
+//                                  routed through every layer now);
 //                                  or a shard's answer to such a query
 //   SessionDone                    from the Sampler: close the session on every shard
 //   SessionFailed                  from any stage: fail the job, close the session

@@ -1,7 +1,7 @@
 // `troupe cluster up --shards N [--replicas R] [--dir DIR] [--base-port P]
 // [--http-port P]`: a head node and N×R shard processes on this machine
 // (actors/local_cluster.h). Prints the job endpoint once the ring answers,
-// writes DIR/cluster.json, and stays in the foreground until SIGINT/SIGTERM,
+// writes DIR/cluster.json (with the head's HTTP API port), and stays in the foreground until SIGINT/SIGTERM,
 // when it stops every node. Nodes die with it even when it is SIGKILLed.
 #include <climits>
 #include <memory>
@@ -34,7 +34,9 @@ void RegisterCluster(CLI::App& app) {
   up->add_option("--replicas", o->replicas, "Nodes per shard span")->capture_default_str();
   up->add_option("--dir", o->dir, "Directory for keys, configs, logs and cluster.json (default: a new temp dir)");
   up->add_option("--base-port", o->base_port, "First TCP port (0: ports chosen by the OS)")->capture_default_str();
-  up->add_option("--http-port", o->http_port, "HTTP API port, recorded in cluster.json (not served yet)")
+  up->add_option("--http-port", o->http_port,
+                 "Port of the head's OpenAI-compatible HTTP API on 127.0.0.1 (0: chosen by the OS; "
+                 "-1: none); the bound port goes into cluster.json")
       ->capture_default_str();
   up->add_flag("--insecure", o->insecure, "Plain node-to-node links (no CURVE)");
   up->add_option("--model", *model, "GGUF file or Hugging Face folder (default: $TROUPE_MODEL, else the installed model)");

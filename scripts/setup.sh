@@ -5,7 +5,7 @@
 # .deps/model/. Nothing is fetched at run time.
 #
 #   scripts/setup.sh                   # runtime deps + model + build
-#   scripts/setup.sh --with-test-deps  # also the test references (llama.cpp, HF)
+#   scripts/setup.sh --with-test-deps  # also the test references (llama.cpp, HF, openai client)
 #   TROUPE_BUILD_TYPE=Debug scripts/setup.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +28,7 @@ APT_PACKAGES=(
   libcaf-dev libzmq3-dev cppzmq-dev libsodium-dev
   libtorch-dev libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libyaml-cpp-dev
+  libcpp-httplib-dev
   python3 python3-venv python3-pip
 )
 missing=()
@@ -48,7 +49,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 VPY=.venv/bin/python
-if [ "$WITH_TEST_DEPS" = 1 ] && ! $VPY -c "import numpy, pytest, gguf, safetensors, tokenizers, transformers, jinja2" 2>/dev/null; then
+if [ "$WITH_TEST_DEPS" = 1 ] && ! $VPY -c "import numpy, pytest, gguf, safetensors, tokenizers, transformers, jinja2, openai, prometheus_client" 2>/dev/null; then
   log "pip install test references"
   $VPY -m pip install -q --upgrade pip
   $VPY -m pip install -q -r scripts/requirements-test.txt

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "pipeline/status.h"
+#include "pipeline/text/chat_template.h"
 #include "pipeline/text/tokenizer.h"
 #include "pipeline/tokenizer_spec.h"
 
@@ -17,11 +18,17 @@ struct PromptRequest {
   std::string prompt;
   bool chat = false;       // apply the chat template
   std::string system;      // system message (chat only); empty = the template's default
+  // A whole conversation (chat only; system/user/assistant turns in order).
+  // When set it replaces `prompt`; `system`, when also set, goes first unless
+  // the conversation already starts with a system message. The template adds
+  // its default system message when none is given.
+  std::vector<ChatMessage> messages;
 };
 
 // BOS is prepended only when the model's metadata asks for it and the chat
-// template does not already render it. Errors: empty prompt; a chat request
-// for a model without a usable template.
+// template does not already render it. Errors: empty prompt (or, with
+// `messages`, no message); a chat request for a model without a usable
+// template; a message with an empty role.
 Result<std::vector<int32_t>> PromptTokens(const Tokenizer& tokenizer, const TokenizerSpec& spec,
                                           const PromptRequest& request);
 

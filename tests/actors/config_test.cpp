@@ -75,6 +75,56 @@ TEST(NodeConfigTest, NamesTheBadKey) {
   EXPECT_NE(bad("[1, 2]").find("mapping"), std::string::npos);
 }
 
+TEST(NodeConfigTest, HttpListenOfAHead) {
+  const std::string yaml = R"(
+id: head
+roles: [head]
+model: m.gguf
+endpoints:
+  jobs: tcp://127.0.0.1:0
+  http: 127.0.0.1:0
+)";
+  auto c = ParseNodeConfig(yaml, "/base", "test");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->http_listen, "127.0.0.1:0");
+  auto again = ParseNodeConfig(NodeConfigToYaml(*c), "/base", "round trip");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->http_listen, "127.0.0.1:0");
+
+  std::string host;
+  int port = -1;
+  ASSERT_TRUE(ParseHostPort("http://[::1]:8080/", &host, &port).ok());
+  EXPECT_EQ(host, "::1");
+  EXPECT_EQ(port, 8080);
+  EXPECT_FALSE(ParseHostPort("localhost", &host, &port).ok());
+  EXPECT_FALSE(ParseHostPort("localhost:99999", &host, &port).ok());
+
+  auto bad = ParseNodeConfig("id: h\nroles: [head]\nmodel: m\nendpoints: {http: 'nope'}\n", "", "x.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("endpoints: http"), std::string::npos) << bad.status().ToString();
+  auto shard = ParseNodeConfig("id: s\nroles: [shard]\nlayers: [0, 1]\nmodel: m\nendpoints: {http: '127.0.0.1:0'}\n",
+                               "", "x.yaml");
+  ASSERT_FALSE(shard.ok());
+  EXPECT_NE(shard.status().message().find("only a head"), std::string::npos) << shard.status().ToString();
+}
+
+TEST(RegistryTest, RoutableDoesNotTakeATurn) {
+  Registry r;
+  const auto now = std::chrono::steady_clock::now();
+  EXPECT_FALSE(r.Routable(4, now));
+  r.Upsert(ShardEntry{"a", "tcp://a", 0, 2, true, now});
+  EXPECT_FALSE(r.Routable(4, now));
+  r.Upsert(ShardEntry{"b", "tcp://b", 2, 4, true, now});
+  r.Upsert(ShardEntry{"b2", "tcp://b2", 2, 4, true, now});
+  EXPECT_TRUE(r.Routable(4, now));
+  auto first = r.Route(4, now);
+  ASSERT_TRUE(first.ok());
+  EXPECT_TRUE(r.Routable(4, now));
+  auto second = r.Route(4, now);
+  ASSERT_TRUE(second.ok());
+  EXPECT_NE((*first)[1].node_id, (*second)[1].node_id);  // round robin untouched by Routable
+}
+
 TEST(RegistryTest, RoutesOverSpansAndRoundRobinsReplicas) {
   Registry r;
   const auto now = std::chrono::steady_clock::now();

@@ -1,0 +1,283 @@
+#include "http/http_server.h"
+
+#include <httplib.h>
+#include <signal.h>
+
+#include <chrono>
+#include <ctime>
+#include <iostream>
+#include <random>
+#include <sstream>
+
+#include "http/openai_api.h"
+
+namespace troupe::http {
+namespace {
+
+using json = nlohmann::json;
+
+void SendJson(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(Dump(body), "application/json");
+}
+
+void SendError(httplib::Response& res, const ApiError& e) { SendJson(res, e.status, ErrorBody(e)); }
+
+ApiError Unavailable(const std::string& message, const std::string& code = "UNAVAILABLE") {
+  ApiError e;
+  e.status = 503;
+  e.type = "server_error";
+  e.code = code;
+  e.message = message;
+  return e;
+}
+
+std::string RandomHex() {
+  static thread_local std::mt19937_64 rng(std::random_device{}());
+  std::ostringstream s;
+  s << std::hex << (rng() & 0xffffffffffULL);
+  return s.str();
+}
+
+int64_t Now() { return static_cast<int64_t>(std::time(nullptr)); }
+
+const char* StatusText(int status) {
+  switch (status) {
+    case 400: return "malformed HTTP request";
+    case 404: return "not found";
+    case 405: return "method not allowed";
+    case 413: return "the request body is too large";
+    case 414: return "the request URI is too long";
+    case 416: return "range not satisfiable";
+    case 431: return "request header fields too large";
+    case 500: return "internal server error";
+    case 503: return "service unavailable";
+    default: return "error";
+  }
+}
+
+// A streamed answer: what the content provider needs after the handler returned.
+struct Stream {
+  ApiKind kind;
+  ResponseMeta meta;
+  bool include_usage = false;
+  std::shared_ptr<JobBackend> backend;
+  JobBackend::Event first;
+  bool ended = false;  // finished, failed or cancelled: nothing left to cancel
+};
+
+}  // namespace
+
+HttpServer::HttpServer(HttpServerOptions options) : options_(std::move(options)) {}
+
+HttpServer::~HttpServer() { Stop(); }
+
+Result<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions options) {
+  if (!options.connect) return Status::InvalidArgument("HttpServer: no job backend");
+  // A client that vanishes must not kill the process with SIGPIPE.
+  ::signal(SIGPIPE, SIG_IGN);
+  std::unique_ptr<HttpServer> s(new HttpServer(std::move(options)));
+  s->server_ = std::make_unique<httplib::Server>();
+  httplib::Server& srv = *s->server_;
+  const size_t threads = static_cast<size_t>(std::max(2, s->options_.threads));
+  srv.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  srv.set_payload_max_length(s->options_.max_body_bytes);
+  srv.set_keep_alive_timeout(5);
+  srv.set_read_timeout(30, 0);
+  srv.set_write_timeout(30, 0);
+  s->Routes();
+  const HttpServerOptions& o = s->options_;
+  if (o.port < 0 || o.port > 65535) return Status::InvalidArgument("HTTP port " + std::to_string(o.port));
+  int port = o.port;
+  if (port == 0) {
+    port = srv.bind_to_any_port(o.host);
+  } else if (!srv.bind_to_port(o.host, port)) {
+    port = -1;
+  }
+  if (port <= 0) {
+    return Status::IoError("cannot listen for HTTP on " + o.host + ":" + std::to_string(o.port) +
+                           " (address in use or not local?)");
+  }
+  s->port_ = port;
+  httplib::Server* raw = s->server_.get();
+  s->thread_ = std::thread([raw] { raw->listen_after_bind(); });
+  return s;
+}
+
+void HttpServer::Drain() { draining_ = true; }
+
+void HttpServer::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  Drain();
+  if (server_) server_->stop();
+  if (thread_.joinable()) thread_.join();
+  server_.reset();
+}
+
+void HttpServer::Routes() {
+  httplib::Server& srv = *server_;
+
+  srv.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req,
+                                                                       httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;  // a handler's own error
+    ApiError e;
+    e.status = res.status;
+    e.type = res.status >= 500 ? "server_error" : "invalid_request_error";
+    if (res.status == 404) {
+      e.message = "unknown route: " + req.method + " " + req.path;
+      e.code = "not_found";
+    } else if (res.status == 413) {
+      e.message = "the request body exceeds " + std::to_string(options_.max_body_bytes) + " bytes";
+      e.code = "request_too_large";
+    } else {
+      e.message = StatusText(res.status);
+    }
+    SendError(res, e);
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+  srv.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    ApiError e;
+    e.status = 500;
+    e.type = "server_error";
+    e.code = "INTERNAL";
+    e.message = "internal error";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& ex) {
+      e.message = std::string("internal error: ") + ex.what();
+    } catch (...) {
+    }
+    SendError(res, e);
+  });
+
+  srv.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    SendJson(res, 200, ModelList(options_.model_id, Now()));
+  });
+  srv.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    if (draining_) return SendError(res, Unavailable("the server is shutting down"));
+    auto backend = options_.connect();
+    if (!backend.ok()) return SendError(res, Unavailable(backend.status().ToString()));
+    auto metrics = (*backend)->Metrics();
+    if (!metrics.ok()) return SendError(res, Unavailable(metrics.status().message()));
+    auto it = metrics->gauges().find(options_.node_id + "/route_ready");
+    if (it == metrics->gauges().end() || it->second < 1) {
+      ApiError e = Unavailable("no route through every layer of the model (a shard span has no live node)",
+                               "NO_ROUTE");
+      json body = ErrorBody(e);
+      body["status"] = "unavailable";
+      return SendJson(res, 503, body);
+    }
+    SendJson(res, 200, json{{"status", "ok"}, {"model", options_.model_id}});
+  });
+  srv.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    if (draining_) return SendError(res, Unavailable("the server is shutting down"));
+    auto backend = options_.connect();
+    if (!backend.ok()) return SendError(res, Unavailable(backend.status().ToString()));
+    auto metrics = (*backend)->Metrics();
+    if (!metrics.ok()) return SendError(res, ErrorFromStatus(metrics.status()));
+    res.status = 200;
+    res.set_content(PrometheusText(*metrics), "text/plain; version=0.0.4; charset=utf-8");
+  });
+
+  auto completion = [this](ApiKind kind) {
+    return [this, kind](const httplib::Request& req, httplib::Response& res) {
+      if (draining_) return SendError(res, Unavailable("the server is shutting down"));
+      ParsedRequest parsed;
+      if (auto e = ParseRequest(kind, req.body, &parsed)) return SendError(res, *e);
+      auto connected = options_.connect();
+      if (!connected.ok()) return SendError(res, Unavailable("cannot reach the job gateway: " + connected.status().ToString()));
+      std::shared_ptr<JobBackend> backend = std::move(*connected);
+      auto job_id = backend->Submit(parsed.job);
+      if (!job_id.ok()) return SendError(res, ErrorFromStatus(job_id.status()));
+      ResponseMeta meta;
+      meta.id = std::string(kind == ApiKind::kChat ? "chatcmpl-" : "cmpl-") + RandomHex() + "-" + std::to_string(*job_id);
+      meta.created = Now();
+      meta.model = options_.model_id;
+      auto draining = [this] { return draining_.load(); };
+      auto failed = [this](const Status& st) {
+        return draining_ ? Unavailable("the server is shutting down") : ErrorFromStatus(st);
+      };
+
+      if (!parsed.stream) {
+        std::string text;
+        while (true) {
+          auto ev = backend->Next(draining);
+          if (!ev.ok()) return SendError(res, failed(ev.status()));
+          if (ev->has_token) text += ev->token.text();
+          if (ev->has_finish) return SendJson(res, 200, CompletionResponse(kind, meta, text, ev->finish));
+        }
+      }
+
+      // The status line waits for the first token: until then every failure
+      // is still an HTTP error.
+      auto first = backend->Next(draining);
+      if (!first.ok()) return SendError(res, failed(first.status()));
+      auto stream = std::make_shared<Stream>();
+      stream->kind = kind;
+      stream->meta = meta;
+      stream->include_usage = parsed.include_usage;
+      stream->backend = backend;
+      stream->first = std::move(*first);
+      res.status = 200;
+      res.set_header("Cache-Control", "no-cache");
+      res.set_header("X-Accel-Buffering", "no");
+      res.set_chunked_content_provider(
+          "text/event-stream",
+          [this, stream](size_t, httplib::DataSink& sink) {
+            Stream& s = *stream;
+            auto write = [&](const std::string& data) { return sink.write(data.data(), data.size()); };
+            auto cancel = [&] {
+              s.backend->Cancel();
+              s.ended = true;
+              return false;  // drop the connection
+            };
+            if (s.kind == ApiKind::kChat && !write(SseEvent(StreamChunk(s.kind, s.meta, "", nullptr, true)))) {
+              return cancel();
+            }
+            JobBackend::Event ev = std::move(s.first);
+            auto gone = [&] { return draining_.load() || !sink.is_writable(); };
+            while (true) {
+              if (ev.has_token && !ev.token.text().empty()) {
+                if (!write(SseEvent(StreamChunk(s.kind, s.meta, ev.token.text(), nullptr)))) return cancel();
+              }
+              if (ev.has_finish) {
+                s.ended = true;
+                bool ok = write(SseEvent(StreamChunk(s.kind, s.meta, "", &ev.finish)));
+                if (ok && s.include_usage) ok = write(SseEvent(UsageChunk(s.kind, s.meta, ev.finish)));
+                if (ok) ok = write("data: [DONE]\n\n");
+                if (ok) sink.done();
+                return ok;
+              }
+              auto next = s.backend->Next(gone);
+              if (!next.ok()) {
+                s.ended = true;
+                if (!sink.is_writable()) return false;  // the client left; Next cancelled the job
+                ApiError e = draining_ ? Unavailable("the server is shutting down") : ErrorFromStatus(next.status());
+                write(SseEvent(ErrorBody(e)));
+                sink.done();
+                return true;
+              }
+              ev = std::move(*next);
+            }
+          },
+          [stream](bool success) {
+            // The provider never ran or broke off: make sure the job stops.
+            if (!stream->ended) {
+              stream->ended = true;
+              stream->backend->Cancel();
+            }
+          });
+    };
+  };
+  srv.Post("/v1/completions", completion(ApiKind::kCompletion));
+  srv.Post("/v1/chat/completions", completion(ApiKind::kChat));
+  // The same without the /v1 prefix, as several OpenAI-compatible servers accept.
+  srv.Post("/completions", completion(ApiKind::kCompletion));
+  srv.Post("/chat/completions", completion(ApiKind::kChat));
+  srv.Get("/models", [this](const httplib::Request&, httplib::Response& res) {
+    SendJson(res, 200, ModelList(options_.model_id, Now()));
+  });
+}
+
+}  // namespace troupe::http

@@ -1,0 +1,106 @@
+// HttpServer: the OpenAI-compatible HTTP API of a head node (cpp-httplib).
+//
+//   GET  /v1/models             the served model
+//   POST /v1/completions        text completion (http/openai_api.h: fields)
+//   POST /v1/chat/completions   chat completion (multi-turn)
+//   GET  /health                200 {"status": "ok"} while the ring can serve
+//                               a job, else 503
+//   GET  /metrics               the cluster's merged metrics (what `troupe
+//                               status` shows), Prometheus text format
+//
+// `stream: true` answers with Server-Sent Events as OpenAI does: one
+// `data: {chunk}` per token, flushed at once, a last chunk with the
+// finish_reason (and a usage chunk with stream_options.include_usage), then
+// `data: [DONE]`. The status line waits for the first token, so a refused or
+// failed job still gets its HTTP error; a failure after that arrives as a
+// `data: {"error": ...}` event.
+//
+// Every handler is a client of the head's job gateway through a JobBackend
+// (the node gives a JobClient on its own job endpoint): the HTTP API takes
+// exactly the path `troupe submit` does. One backend per request; a client
+// that disconnects mid-stream has its job cancelled (its KV cache is freed).
+//
+// Errors are OpenAI error objects ({"error": {"message", "type", "param",
+// "code"}}): 400 bad JSON / fields, 404 unknown route, 413 body over
+// max_body_bytes, 503 cluster cannot serve (NO_ROUTE, UNAVAILABLE, draining),
+// 500 otherwise. Bad input never stops the server.
+//
+// Threads: cpp-httplib's listener thread plus a pool of `threads` workers
+// (one per open connection). Start/Drain/Stop from one thread.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "messages/troupe.pb.h"
+#include "pipeline/status.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace troupe::http {
+
+// One job at a time (see actors::JobClient); dropping it ends its job.
+class JobBackend {
+ public:
+  virtual ~JobBackend() = default;
+  // Sends the job; its id once the gateway accepted it, else the refusal.
+  virtual Result<uint64_t> Submit(const v1::JobSubmit& job) = 0;
+  struct Event {
+    bool has_token = false;
+    v1::Token token;
+    bool has_finish = false;
+    v1::Finish finish;
+  };
+  // The next Token or the Finish; `cancelled` is asked while waiting and,
+  // when true, cancels the job (which then fails).
+  virtual Result<Event> Next(const std::function<bool()>& cancelled) = 0;
+  virtual void Cancel() = 0;
+  virtual Result<v1::MetricsSnapshot> Metrics() = 0;
+};
+
+using BackendFactory = std::function<Result<std::unique_ptr<JobBackend>>()>;
+
+struct HttpServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 0;                      // 0: chosen by the OS (see HttpServer::port)
+  std::string model_id;              // what /v1/models lists and responses name
+  std::string node_id = "head";      // the gauge "<node_id>/route_ready" decides /health
+  size_t max_body_bytes = size_t{4} << 20;
+  int threads = 32;
+  BackendFactory connect;
+};
+
+class HttpServer {
+ public:
+  // Binds and starts serving; fails naming the address when the bind fails.
+  static Result<std::unique_ptr<HttpServer>> Start(HttpServerOptions options);
+  ~HttpServer();  // Stop()
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  int port() const { return port_; }
+  const std::string& host() const { return options_.host; }
+
+  // New requests get 503 and running jobs are cancelled at their next wait.
+  void Drain();
+  // Drain, stop listening, wait for the workers. Idempotent.
+  void Stop();
+
+ private:
+  explicit HttpServer(HttpServerOptions options);
+  void Routes();
+
+  HttpServerOptions options_;
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+  std::atomic<bool> draining_{false};
+  int port_ = 0;
+  bool stopped_ = false;
+};
+
+}  // namespace troupe::http

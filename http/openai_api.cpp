@@ -1,0 +1,504 @@
+#include "http/openai_api.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "messages/sampling_params_proto.h"
+#include "pipeline/sampling/sampling_params.h"
+
+namespace troupe::http {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr int kMaxDepth = 64;
+constexpr size_t kMaxStops = 4;
+constexpr int kDefaultCompletionTokens = 16;
+constexpr int kDefaultChatTokens = 1024;
+
+ApiError Invalid(const std::string& param, const std::string& message, const std::string& code = "invalid_value") {
+  ApiError e;
+  e.status = 400;
+  e.message = param.empty() ? message : param + ": " + message;
+  e.code = code;
+  e.param = param;
+  return e;
+}
+
+ApiError WrongType(const std::string& param, const char* expected, const json& got) {
+  return Invalid(param, std::string("expected ") + expected + ", got " + got.type_name(), "invalid_type");
+}
+
+ApiError Unsupported(const std::string& param, const std::string& why) {
+  return Invalid(param, why, "unsupported_parameter");
+}
+
+// Deeper than kMaxDepth brackets outside strings: refused before parsing.
+bool TooDeep(const std::string& body) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : body) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '[' || c == '{') {
+      if (++depth > kMaxDepth) return true;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return false;
+}
+
+// The field, or nullptr when absent or null.
+const json* Field(const json& body, const char* key) {
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+std::optional<ApiError> ReadNumber(const json& body, const char* key, double lo, double hi, std::optional<double>* out) {
+  const json* v = Field(body, key);
+  if (!v) return std::nullopt;
+  if (!v->is_number()) return WrongType(key, "a number", *v);
+  const double x = v->get<double>();
+  if (!std::isfinite(x) || x < lo || x > hi) {
+    return Invalid(key, "must be between " + json(lo).dump() + " and " + json(hi).dump() + ", got " + v->dump());
+  }
+  *out = x;
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadInt(const json& body, const char* key, int64_t lo, int64_t hi, std::optional<int64_t>* out) {
+  const json* v = Field(body, key);
+  if (!v) return std::nullopt;
+  if (!v->is_number_integer()) return WrongType(key, "an integer", *v);
+  if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi)) {
+    return Invalid(key, "must be at most " + std::to_string(hi) + ", got " + v->dump());
+  }
+  const int64_t x = v->get<int64_t>();
+  if (x < lo || x > hi) {
+    return Invalid(key, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " + v->dump());
+  }
+  *out = x;
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadBool(const json& body, const char* key, bool* out) {
+  const json* v = Field(body, key);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) return WrongType(key, "a boolean", *v);
+  *out = v->get<bool>();
+  return std::nullopt;
+}
+
+// A string content, or a list of {type: "text", text} parts joined.
+std::optional<ApiError> ReadContent(const json& v, const std::string& param, std::string* out) {
+  if (v.is_null()) {
+    out->clear();
+    return std::nullopt;
+  }
+  if (v.is_string()) {
+    *out = v.get<std::string>();
+    return std::nullopt;
+  }
+  if (!v.is_array()) return WrongType(param, "a string or a list of text parts", v);
+  out->clear();
+  for (size_t i = 0; i < v.size(); ++i) {
+    const json& part = v[i];
+    const std::string pp = param + "[" + std::to_string(i) + "]";
+    if (!part.is_object()) return WrongType(pp, "an object", part);
+    auto type = part.find("type");
+    if (type == part.end() || !type->is_string()) return Invalid(pp + ".type", "missing or not a string");
+    if (*type != "text") return Unsupported(pp + ".type", "only \"text\" parts are supported, got " + type->dump());
+    auto text = part.find("text");
+    if (text == part.end() || !text->is_string()) return Invalid(pp + ".text", "missing or not a string");
+    *out += text->get<std::string>();
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> ParseMessages(const json& body, v1::JobSubmit* job) {
+  const json* v = Field(body, "messages");
+  if (!v) return Invalid("messages", "is required", "missing_required_parameter");
+  if (!v->is_array()) return WrongType("messages", "a list of messages", *v);
+  if (v->empty()) return Invalid("messages", "must hold at least one message");
+  for (size_t i = 0; i < v->size(); ++i) {
+    const json& m = (*v)[i];
+    const std::string param = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) return WrongType(param, "an object", m);
+    auto role = m.find("role");
+    if (role == m.end() || role->is_null()) return Invalid(param + ".role", "is required", "missing_required_parameter");
+    if (!role->is_string()) return WrongType(param + ".role", "a string", *role);
+    std::string r = role->get<std::string>();
+    if (r == "developer") r = "system";  // OpenAI's newer name for the system role
+    if (r != "system" && r != "user" && r != "assistant") {
+      return Unsupported(param + ".role", "unsupported role " + role->dump() + " (system, developer, user, assistant)");
+    }
+    if (m.contains("tool_calls") && !m["tool_calls"].is_null() && !m["tool_calls"].empty()) {
+      return Unsupported(param + ".tool_calls", "tool calls are not supported");
+    }
+    std::string content;
+    auto c = m.find("content");
+    if (c == m.end()) {
+      if (r != "assistant") return Invalid(param + ".content", "is required", "missing_required_parameter");
+    } else if (auto err = ReadContent(*c, param + ".content", &content)) {
+      return err;
+    }
+    v1::ChatMessage* out = job->add_chat();
+    out->set_role(r);
+    out->set_content(content);
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> ParsePrompt(const json& body, v1::JobSubmit* job) {
+  const json* v = Field(body, "prompt");
+  if (!v) return Invalid("prompt", "is required", "missing_required_parameter");
+  if (v->is_string()) {
+    job->set_prompt(v->get<std::string>());
+  } else if (v->is_array()) {
+    if (v->size() != 1 || !(*v)[0].is_string()) {
+      return Unsupported("prompt", "a list is accepted only when it holds exactly one string (batches and token "
+                                   "ids are not supported); got a list of " + std::to_string(v->size()) +
+                                   (v->empty() ? "" : std::string(" starting with a ") + (*v)[0].type_name()));
+    }
+    job->set_prompt((*v)[0].get<std::string>());
+  } else {
+    return WrongType("prompt", "a string", *v);
+  }
+  if (job->prompt().empty()) return Invalid("prompt", "must not be empty");
+  return std::nullopt;
+}
+
+// Fields that would change the answer in ways we do not implement.
+std::optional<ApiError> RefuseUnsupported(ApiKind kind, const json& body) {
+  for (const char* key : {"presence_penalty", "frequency_penalty"}) {
+    const json* v = Field(body, key);
+    if (!v) continue;
+    if (!v->is_number()) return WrongType(key, "a number", *v);
+    if (v->get<double>() != 0.0) return Unsupported(key, "is not supported (only 0); use repeat_penalty");
+  }
+  if (const json* v = Field(body, "logprobs")) {
+    const bool off = (v->is_boolean() && !v->get<bool>()) || (v->is_number_integer() && v->get<int64_t>() == 0);
+    if (!v->is_boolean() && !v->is_number_integer()) {
+      return WrongType("logprobs", kind == ApiKind::kChat ? "a boolean" : "an integer", *v);
+    }
+    if (!off) return Unsupported("logprobs", "log probabilities are not supported");
+  }
+  if (const json* v = Field(body, "top_logprobs")) {
+    if (!v->is_number_integer()) return WrongType("top_logprobs", "an integer", *v);
+    if (v->get<int64_t>() != 0) return Unsupported("top_logprobs", "log probabilities are not supported");
+  }
+  if (const json* v = Field(body, "echo")) {
+    if (!v->is_boolean()) return WrongType("echo", "a boolean", *v);
+    if (v->get<bool>()) return Unsupported("echo", "echo is not supported");
+  }
+  if (const json* v = Field(body, "best_of")) {
+    if (!v->is_number_integer()) return WrongType("best_of", "an integer", *v);
+    if (v->get<int64_t>() != 1) return Unsupported("best_of", "only 1 is supported");
+  }
+  if (const json* v = Field(body, "logit_bias")) {
+    if (!v->is_object()) return WrongType("logit_bias", "an object", *v);
+    if (!v->empty()) return Unsupported("logit_bias", "logit_bias is not supported");
+  }
+  if (const json* v = Field(body, "suffix")) {
+    if (!v->is_string()) return WrongType("suffix", "a string", *v);
+    if (!v->get<std::string>().empty()) return Unsupported("suffix", "suffix is not supported");
+  }
+  for (const char* key : {"tools", "functions"}) {
+    if (const json* v = Field(body, key)) {
+      if (!v->is_array()) return WrongType(key, "a list", *v);
+      if (!v->empty()) return Unsupported(key, "tool calling is not supported");
+    }
+  }
+  if (const json* v = Field(body, "response_format")) {
+    if (!v->is_object()) return WrongType("response_format", "an object", *v);
+    auto t = v->find("type");
+    if (t != v->end() && *t != "text") return Unsupported("response_format", "only {\"type\": \"text\"} is supported");
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+json ErrorBody(const ApiError& e) {
+  return json{{"error",
+               {{"message", e.message},
+                {"type", e.type},
+                {"param", e.param.empty() ? json(nullptr) : json(e.param)},
+                {"code", e.code.empty() ? json(nullptr) : json(e.code)}}}};
+}
+
+std::optional<ApiError> ParseRequest(ApiKind kind, const std::string& body, ParsedRequest* out) {
+  if (TooDeep(body)) return Invalid("", "the JSON body is nested deeper than " + std::to_string(kMaxDepth) + " levels");
+  json j;
+  try {
+    j = json::parse(body);
+  } catch (const json::parse_error& e) {
+    return Invalid("", std::string("the body is not valid JSON: ") + e.what(), "invalid_json");
+  }
+  if (!j.is_object()) return Invalid("", std::string("the body must be a JSON object, got ") + j.type_name(), "invalid_json");
+  *out = ParsedRequest();
+  v1::JobSubmit& job = out->job;
+
+  if (const json* v = Field(j, "model"); v && !v->is_string()) return WrongType("model", "a string", *v);
+  if (auto e = kind == ApiKind::kChat ? ParseMessages(j, &job) : ParsePrompt(j, &job)) return e;
+  if (auto e = RefuseUnsupported(kind, j)) return e;
+
+  std::optional<int64_t> n;
+  if (auto e = ReadInt(j, "n", 1, 1 << 20, &n)) return e;
+  if (n && *n != 1) return Unsupported("n", "only n = 1 is supported, got " + std::to_string(*n));
+
+  SamplingParams params;
+  params.temperature = 1.0f;  // OpenAI's default
+  params.max_tokens = kind == ApiKind::kChat ? kDefaultChatTokens : kDefaultCompletionTokens;
+  std::optional<int64_t> max_tokens;
+  if (auto e = ReadInt(j, "max_tokens", 1, 1 << 30, &max_tokens)) return e;
+  if (kind == ApiKind::kChat && !max_tokens) {
+    if (auto e = ReadInt(j, "max_completion_tokens", 1, 1 << 30, &max_tokens)) return e;
+  }
+  if (max_tokens) params.max_tokens = static_cast<int32_t>(*max_tokens);
+  std::optional<double> x;
+  if (auto e = ReadNumber(j, "temperature", 0, 2, &x)) return e;
+  if (x) params.temperature = static_cast<float>(*x);
+  x.reset();
+  if (auto e = ReadNumber(j, "top_p", 0, 1, &x)) return e;
+  if (x) {
+    if (*x <= 0) return Invalid("top_p", "must be greater than 0");
+    params.top_p = static_cast<float>(*x);
+  }
+  x.reset();
+  if (auto e = ReadNumber(j, "min_p", 0, 1, &x)) return e;
+  if (x) params.min_p = static_cast<float>(*x);
+  for (const char* key : {"repeat_penalty", "repetition_penalty"}) {
+    x.reset();
+    if (auto e = ReadNumber(j, key, 0, 1e6, &x)) return e;
+    if (x) {
+      if (*x <= 0) return Invalid(key, "must be greater than 0");
+      params.repeat_penalty = static_cast<float>(*x);
+    }
+  }
+  std::optional<int64_t> i;
+  if (auto e = ReadInt(j, "top_k", 0, 1 << 30, &i)) return e;
+  if (i) params.top_k = static_cast<int32_t>(*i);
+  i.reset();
+  if (auto e = ReadInt(j, "min_tokens", 0, 1 << 30, &i)) return e;
+  if (i) params.min_tokens = static_cast<int32_t>(*i);
+  bool has_seed = false;
+  if (const json* v = Field(j, "seed")) {
+    if (!v->is_number_integer()) return WrongType("seed", "an integer", *v);
+    params.seed = v->is_number_unsigned() ? v->get<uint64_t>() : static_cast<uint64_t>(v->get<int64_t>());
+    has_seed = true;
+  }
+  if (const json* v = Field(j, "stop")) {
+    std::vector<std::string> stops;
+    if (v->is_string()) {
+      stops.push_back(v->get<std::string>());
+    } else if (v->is_array()) {
+      if (v->size() > kMaxStops) {
+        return Invalid("stop", "at most " + std::to_string(kMaxStops) + " stop strings, got " + std::to_string(v->size()));
+      }
+      for (const json& s : *v) {
+        if (!s.is_string()) return WrongType("stop", "a string or a list of strings", s);
+        stops.push_back(s.get<std::string>());
+      }
+    } else {
+      return WrongType("stop", "a string or a list of strings", *v);
+    }
+    for (const std::string& s : stops) {
+      if (s.empty()) return Invalid("stop", "stop strings must not be empty");
+    }
+    params.stop = std::move(stops);
+  }
+  if (auto e = ReadBool(j, "stream", &out->stream)) return e;
+  if (const json* v = Field(j, "stream_options")) {
+    if (!v->is_object()) return WrongType("stream_options", "an object", *v);
+    if (!out->stream) return Invalid("stream_options", "is only allowed with stream: true");
+    if (auto e = ReadBool(*v, "include_usage", &out->include_usage)) {
+      e->param = "stream_options.include_usage";
+      e->message = "stream_options." + e->message;
+      return e;
+    }
+  }
+  if (Status st = params.Validate(); !st.ok()) return Invalid("", st.message());
+  *job.mutable_sampling() = SamplingParamsToProto(params);
+  if (!has_seed) job.mutable_sampling()->clear_seed();  // the head derives one per session
+  job.set_stream(true);
+  return std::nullopt;
+}
+
+ApiError ErrorFromStatus(const Status& status) {
+  const std::string& m = status.message();
+  const std::string code = m.substr(0, m.find(':'));
+  ApiError e;
+  e.message = m;
+  if (code == "BAD_REQUEST") {
+    e.status = 400;
+    e.type = "invalid_request_error";
+    e.code = "invalid_value";
+    // The head names the problem after the code: drop the "BAD_REQUEST: " prefix.
+    if (m.size() > code.size() + 2) e.message = m.substr(code.size() + 2);
+    if (e.message.find("context") != std::string::npos) e.code = "context_length_exceeded";
+  } else if (code == "NO_ROUTE" || code == "UNAVAILABLE" || code == "CACHE_FULL" || code == "TIMEOUT" ||
+             status.code() == StatusCode::kOutOfRange) {
+    e.status = 503;
+    e.type = "server_error";
+    e.code = code == "NO_ROUTE" || code == "UNAVAILABLE" || code == "CACHE_FULL" || code == "TIMEOUT"
+                 ? code
+                 : "TIMEOUT";
+  } else {
+    e.status = 500;
+    e.type = "server_error";
+    e.code = code.size() < 32 && code.find(' ') == std::string::npos ? code : "INTERNAL";
+  }
+  return e;
+}
+
+const char* FinishReasonName(v1::FinishReason reason) {
+  return reason == v1::FINISH_LENGTH ? "length" : "stop";
+}
+
+json Usage(const v1::Finish& f) {
+  return json{{"prompt_tokens", f.prompt_tokens()},
+              {"completion_tokens", f.generated_tokens()},
+              {"total_tokens", f.prompt_tokens() + f.generated_tokens()}};
+}
+
+namespace {
+
+json Envelope(ApiKind kind, const ResponseMeta& meta, bool chunk) {
+  const char* object = kind == ApiKind::kChat ? (chunk ? "chat.completion.chunk" : "chat.completion")
+                                              : "text_completion";
+  return json{{"id", meta.id}, {"object", object}, {"created", meta.created}, {"model", meta.model}};
+}
+
+}  // namespace
+
+json CompletionResponse(ApiKind kind, const ResponseMeta& meta, const std::string& text, const v1::Finish& finish) {
+  json r = Envelope(kind, meta, false);
+  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", FinishReasonName(finish.reason())}};
+  if (kind == ApiKind::kChat) {
+    choice["message"] = {{"role", "assistant"}, {"content", text}};
+  } else {
+    choice["text"] = text;
+  }
+  r["choices"] = json::array({choice});
+  r["usage"] = Usage(finish);
+  return r;
+}
+
+json StreamChunk(ApiKind kind, const ResponseMeta& meta, const std::string& text, const v1::Finish* finish,
+                 bool role_only) {
+  json r = Envelope(kind, meta, true);
+  json choice = {{"index", 0},
+                 {"logprobs", nullptr},
+                 {"finish_reason", finish ? json(FinishReasonName(finish->reason())) : json(nullptr)}};
+  if (kind == ApiKind::kChat) {
+    if (role_only) {
+      choice["delta"] = {{"role", "assistant"}, {"content", ""}};
+    } else if (finish && text.empty()) {
+      choice["delta"] = json::object();
+    } else {
+      choice["delta"] = {{"content", text}};
+    }
+  } else {
+    choice["text"] = text;
+  }
+  r["choices"] = json::array({choice});
+  return r;
+}
+
+json UsageChunk(ApiKind kind, const ResponseMeta& meta, const v1::Finish& finish) {
+  json r = Envelope(kind, meta, true);
+  r["choices"] = json::array();
+  r["usage"] = Usage(finish);
+  return r;
+}
+
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string SseEvent(const json& j) { return "data: " + Dump(j) + "\n\n"; }
+
+json ModelList(const std::string& model_id, int64_t created) {
+  return json{{"object", "list"},
+              {"data", json::array({json{{"id", model_id}, {"object", "model"}, {"created", created},
+                                         {"owned_by", "troupe"}}})}};
+}
+
+namespace {
+
+std::string MetricName(const std::string& name) {
+  std::string out = "troupe_";
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == ':';
+    out += ok ? c : '_';
+  }
+  return out;
+}
+
+std::string LabelValue(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '"') out += "\\\"";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
+std::string Number(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  return json(v).dump();
+}
+
+}  // namespace
+
+std::string PrometheusText(const v1::MetricsSnapshot& snapshot) {
+  struct Family {
+    bool counter = false;
+    std::vector<std::pair<std::string, std::string>> samples;  // node, value
+  };
+  std::map<std::string, Family> families;
+  auto split = [](const std::string& key, std::string* node, std::string* name) {
+    const size_t slash = key.find('/');
+    *node = slash == std::string::npos ? "" : key.substr(0, slash);
+    *name = slash == std::string::npos ? key : key.substr(slash + 1);
+  };
+  for (const auto& [key, value] : snapshot.counters()) {
+    std::string node, name;
+    split(key, &node, &name);
+    std::string metric = MetricName(name);
+    if (metric.size() < 6 || metric.compare(metric.size() - 6, 6, "_total") != 0) metric += "_total";
+    Family& f = families[metric];
+    f.counter = true;
+    f.samples.emplace_back(node, std::to_string(value));
+  }
+  for (const auto& [key, value] : snapshot.gauges()) {
+    std::string node, name;
+    split(key, &node, &name);
+    std::string metric = MetricName(name);
+    if (families.count(metric) && families[metric].counter) metric += "_gauge";  // never mix types in a family
+    families[metric].samples.emplace_back(node, Number(value));
+  }
+  std::string out;
+  for (auto& [metric, f] : families) {
+    std::sort(f.samples.begin(), f.samples.end());
+    out += "# TYPE " + metric + (f.counter ? " counter\n" : " gauge\n");
+    for (const auto& [node, value] : f.samples) {
+      out += metric + "{node=\"" + LabelValue(node) + "\"} " + value + "\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace troupe::http

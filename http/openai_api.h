@@ -1,0 +1,95 @@
+// OpenAI API <-> Troupe jobs: the pure half of the HTTP front end (no sockets,
+// no threads). Parses the JSON bodies of POST /v1/completions and
+// POST /v1/chat/completions into a v1::JobSubmit (or an OpenAI-style error
+// naming the bad field), builds the response objects and stream chunks, maps
+// gateway failures to HTTP statuses, and renders a MetricsSnapshot in the
+// Prometheus text exposition format.
+//
+// Request fields (null = absent):
+//   prompt            completions: a string, or a list holding one string
+//   messages          chat: [{role: system|developer|user|assistant,
+//                     content: string | [{type: "text", text}] }], in order
+//   max_tokens        >= 1; default 16 (completions), 1024 (chat);
+//                     max_completion_tokens is the chat alias
+//   temperature 0..2 (default 1, as OpenAI; 0 = greedy), top_p (0, 1], seed,
+//   stop (a string or up to 4), stream, stream_options.include_usage, n (1),
+//   and the extras top_k, min_p, repeat_penalty (alias repetition_penalty),
+//   min_tokens. presence/frequency_penalty must be 0; logprobs, echo,
+//   best_of > 1, logit_bias, suffix, tools and non-text response formats are
+//   refused (400, "unsupported_parameter"). `model` must be a string if
+//   given; any name is served by the one model. Unknown fields are ignored.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "messages/troupe.pb.h"
+#include "pipeline/status.h"
+
+namespace troupe::http {
+
+// An OpenAI error: {"error": {"message", "type", "param", "code"}} with an
+// HTTP status.
+struct ApiError {
+  int status = 400;
+  std::string message;
+  std::string type = "invalid_request_error";
+  std::string code;   // "invalid_type", "invalid_value", "unsupported_parameter", ...
+  std::string param;  // the offending field; empty = null
+};
+nlohmann::json ErrorBody(const ApiError& error);
+
+enum class ApiKind { kCompletion, kChat };
+
+struct ParsedRequest {
+  v1::JobSubmit job;  // stream is always set: the front end needs the text
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+};
+
+// Parses and validates a request body. Rejects bodies nested deeper than 64
+// levels before parsing them.
+std::optional<ApiError> ParseRequest(ApiKind kind, const std::string& body, ParsedRequest* out);
+
+// A gateway failure (JobClient's Status: "NO_ROUTE: ...", timeouts...) as an
+// HTTP error: BAD_REQUEST 400; NO_ROUTE, UNAVAILABLE, CACHE_FULL and timeouts
+// 503; anything else (CANCELLED, INTERNAL, ...) 500.
+ApiError ErrorFromStatus(const Status& status);
+
+// "stop" (end of generation, stop string) or "length".
+const char* FinishReasonName(v1::FinishReason reason);
+
+struct ResponseMeta {
+  std::string id;  // "cmpl-..." / "chatcmpl-..."
+  int64_t created = 0;
+  std::string model;
+};
+
+nlohmann::json Usage(const v1::Finish& finish);
+// The whole answer (stream: false).
+nlohmann::json CompletionResponse(ApiKind kind, const ResponseMeta& meta, const std::string& text,
+                                  const v1::Finish& finish);
+// One stream chunk: `text` as delta (chat: delta.content; `role_only` sends
+// delta {role: assistant} instead), finish_reason null unless `finish`.
+nlohmann::json StreamChunk(ApiKind kind, const ResponseMeta& meta, const std::string& text,
+                           const v1::Finish* finish, bool role_only = false);
+// The include_usage chunk: choices [] and usage.
+nlohmann::json UsageChunk(ApiKind kind, const ResponseMeta& meta, const v1::Finish& finish);
+// "data: <json>\n\n" (invalid UTF-8 replaced).
+std::string SseEvent(const nlohmann::json& j);
+std::string Dump(const nlohmann::json& j);
+
+// GET /v1/models.
+nlohmann::json ModelList(const std::string& model_id, int64_t created);
+
+// Prometheus text format 0.0.4: every "<node>/<name>" counter as
+// troupe_<name>_total{node="<node>"} (one # TYPE line per family), every
+// gauge as troupe_<name>{node="<node>"}; names sanitized to [a-zA-Z0-9_:].
+std::string PrometheusText(const v1::MetricsSnapshot& snapshot);
+
+}  // namespace troupe::http

@@ -1,0 +1,152 @@
+#include "http/openai_api.h"
+
+#include <gtest/gtest.h>
+
+namespace troupe::http {
+namespace {
+
+using json = nlohmann::json;
+
+ParsedRequest MustParse(ApiKind kind, const json& body) {
+  ParsedRequest out;
+  auto err = ParseRequest(kind, body.dump(), &out);
+  EXPECT_FALSE(err.has_value()) << (err ? err->message : "");
+  return out;
+}
+
+ApiError MustFail(ApiKind kind, const std::string& body) {
+  ParsedRequest out;
+  auto err = ParseRequest(kind, body, &out);
+  EXPECT_TRUE(err.has_value()) << body;
+  return err.value_or(ApiError{});
+}
+
+TEST(OpenAiApi, CompletionDefaultsFollowOpenAi) {
+  ParsedRequest r = MustParse(ApiKind::kCompletion, {{"prompt", "hi"}});
+  EXPECT_EQ(r.job.prompt(), "hi");
+  EXPECT_EQ(r.job.sampling().max_tokens(), 16);
+  EXPECT_FLOAT_EQ(r.job.sampling().temperature(), 1.0f);
+  EXPECT_FALSE(r.job.sampling().has_seed());  // the head derives one
+  EXPECT_TRUE(r.job.stream());                // the front end always needs the tokens
+  EXPECT_FALSE(r.stream);
+}
+
+TEST(OpenAiApi, CompletionFieldsAndExtras) {
+  ParsedRequest r = MustParse(ApiKind::kCompletion,
+                              {{"prompt", json::array({"x"})}, {"max_tokens", 7}, {"temperature", 0}, {"top_p", 0.5},
+                               {"seed", 42}, {"stop", json::array({"a", "bc"})}, {"stream", true},
+                               {"stream_options", {{"include_usage", true}}}, {"n", 1}, {"top_k", 3},
+                               {"min_p", 0.1}, {"repetition_penalty", 1.2}, {"min_tokens", 2},
+                               {"presence_penalty", 0}, {"user", "u"}, {"unknown_field", 1}});
+  EXPECT_EQ(r.job.prompt(), "x");
+  const v1::SamplingParams& s = r.job.sampling();
+  EXPECT_EQ(s.max_tokens(), 7);
+  EXPECT_EQ(s.temperature(), 0.0f);
+  EXPECT_FLOAT_EQ(s.top_p(), 0.5f);
+  EXPECT_EQ(s.seed(), 42u);
+  ASSERT_EQ(s.stop_size(), 2);
+  EXPECT_EQ(s.stop(1), "bc");
+  EXPECT_EQ(s.top_k(), 3);
+  EXPECT_FLOAT_EQ(s.min_p(), 0.1f);
+  EXPECT_FLOAT_EQ(s.repeat_penalty(), 1.2f);
+  EXPECT_EQ(s.min_tokens(), 2);
+  EXPECT_TRUE(r.stream);
+  EXPECT_TRUE(r.include_usage);
+}
+
+TEST(OpenAiApi, ChatMessagesInOrder) {
+  ParsedRequest r = MustParse(
+      ApiKind::kChat,
+      {{"messages", json::array({{{"role", "developer"}, {"content", "be brief"}},
+                                 {{"role", "user"}, {"content", json::array({{{"type", "text"}, {"text", "a"}},
+                                                                             {{"type", "text"}, {"text", "b"}}})}},
+                                 {{"role", "assistant"}, {"content", "c"}},
+                                 {{"role", "user"}, {"content", "d"}}})},
+       {"max_completion_tokens", 5}});
+  ASSERT_EQ(r.job.chat_size(), 4);
+  EXPECT_EQ(r.job.chat(0).role(), "system");
+  EXPECT_EQ(r.job.chat(1).content(), "ab");
+  EXPECT_EQ(r.job.chat(2).role(), "assistant");
+  EXPECT_EQ(r.job.sampling().max_tokens(), 5);
+  EXPECT_TRUE(r.job.prompt().empty());
+}
+
+TEST(OpenAiApi, RefusalsNameTheField) {
+  EXPECT_EQ(MustFail(ApiKind::kCompletion, "{nope").code, "invalid_json");
+  EXPECT_EQ(MustFail(ApiKind::kCompletion, std::string(1000, '[')).message.find("nested") != std::string::npos, true);
+  EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "n": 2})").param, "n");
+  EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "max_tokens": -1})").param, "max_tokens");
+  EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "max_tokens": 1.5})").code, "invalid_type");
+  EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "temperature": "1"})").param, "temperature");
+  EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "temperature": 2.5})").param, "temperature");
+  EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "stop": ["a", 1]})").param, "stop");
+  EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "stop": ""})").param, "stop");
+  EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": ["a", "b"]})").param, "prompt");
+  EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": [1, 2]})").param, "prompt");
+  EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": ""})").param, "prompt");
+  EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "echo": true})").code, "unsupported_parameter");
+  EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "stream_options": {}})").param, "stream_options");
+  EXPECT_EQ(MustFail(ApiKind::kChat, R"({"messages": []})").param, "messages");
+  EXPECT_EQ(MustFail(ApiKind::kChat, R"({"messages": [{"role": "tool", "content": "x"}]})").param,
+            "messages[0].role");
+  EXPECT_EQ(MustFail(ApiKind::kChat, R"({"messages": [{"role": "user"}]})").param, "messages[0].content");
+  EXPECT_EQ(MustFail(ApiKind::kChat, R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})").code,
+            "unsupported_parameter");
+}
+
+TEST(OpenAiApi, GatewayErrorsMapToHttp) {
+  EXPECT_EQ(ErrorFromStatus(Status::Unsupported("BAD_REQUEST: the prompt has 9000 tokens; the model's context is 8192"))
+                .status,
+            400);
+  EXPECT_EQ(ErrorFromStatus(Status::Unsupported("BAD_REQUEST: the prompt has 9000 tokens; the model's context is 8192"))
+                .code,
+            "context_length_exceeded");
+  EXPECT_EQ(ErrorFromStatus(Status::Unsupported("NO_ROUTE: no shard serves layer 10")).status, 503);
+  EXPECT_EQ(ErrorFromStatus(Status::Unsupported("UNAVAILABLE: node gone")).status, 503);
+  EXPECT_EQ(ErrorFromStatus(Status::OutOfRange("no answer from tcp://x within 10 s")).status, 503);
+  EXPECT_EQ(ErrorFromStatus(Status::Unsupported("INTERNAL: bug")).status, 500);
+  json body = ErrorBody(ErrorFromStatus(Status::Unsupported("NO_ROUTE: no shard")));
+  EXPECT_EQ(body["error"]["code"], "NO_ROUTE");
+  EXPECT_EQ(body["error"]["type"], "server_error");
+}
+
+TEST(OpenAiApi, ResponsesAndChunks) {
+  ResponseMeta meta{"cmpl-1", 5, "m.gguf"};
+  v1::Finish f;
+  f.set_reason(v1::FINISH_EOS);
+  f.set_prompt_tokens(3);
+  f.set_generated_tokens(4);
+  json r = CompletionResponse(ApiKind::kChat, meta, "hello", f);
+  EXPECT_EQ(r["object"], "chat.completion");
+  EXPECT_EQ(r["choices"][0]["message"]["content"], "hello");
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(r["usage"]["total_tokens"], 7);
+  json c = StreamChunk(ApiKind::kCompletion, meta, "x", nullptr);
+  EXPECT_EQ(c["choices"][0]["text"], "x");
+  EXPECT_TRUE(c["choices"][0]["finish_reason"].is_null());
+  f.set_reason(v1::FINISH_LENGTH);
+  EXPECT_EQ(StreamChunk(ApiKind::kChat, meta, "", &f)["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(SseEvent(json{{"a", 1}}), "data: {\"a\":1}\n\n");
+  // Invalid UTF-8 never throws.
+  EXPECT_NO_THROW(SseEvent(json{{"t", std::string("\xff")}}));
+}
+
+TEST(OpenAiApi, PrometheusText) {
+  v1::MetricsSnapshot m;
+  (*m.mutable_counters())["head/steps"] = 3;
+  (*m.mutable_counters())["shard-0/steps"] = 4;
+  (*m.mutable_counters())["shard-0/sessions_opened_total"] = 2;
+  (*m.mutable_gauges())["shard-0/cache_bytes_in_use"] = 1024;
+  (*m.mutable_gauges())["odd node/bad-name"] = 0.5;
+  const std::string t = PrometheusText(m);
+  EXPECT_NE(t.find("# TYPE troupe_steps_total counter\ntroupe_steps_total{node=\"head\"} 3\n"
+                   "troupe_steps_total{node=\"shard-0\"} 4\n"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("troupe_sessions_opened_total{node=\"shard-0\"} 2\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("# TYPE troupe_cache_bytes_in_use gauge\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("troupe_bad_name{node=\"odd node\"} 0.5\n"), std::string::npos) << t;
+}
+
+}  // namespace
+}  // namespace troupe::http

@@ -1,0 +1,424 @@
+"""End-to-end tests of the OpenAI-compatible HTTP API of a cluster's head
+(http/http_server.h): `troupe cluster up --shards 2 --http-port 0` in
+separate processes, driven with the official `openai` client and with raw
+sockets, checked against the single-process `troupe generate`.
+"""
+import concurrent.futures
+import json
+import re
+import socket
+import subprocess
+import time
+
+import pytest
+
+from conftest import DEFAULT_MODEL, TROUPE_BIN
+from test_cluster import Cluster, THREADS
+
+openai = pytest.importorskip("openai")
+
+MODEL_ID = DEFAULT_MODEL.name
+
+
+@pytest.fixture(scope="module")
+def cluster(troupe_bin, model_path):
+    c = Cluster(shards=2, extra=("--http-port", "0"))
+    yield c
+    c.stop()
+
+
+@pytest.fixture(scope="module")
+def port(cluster):
+    return cluster.info["http_port"]
+
+
+@pytest.fixture(scope="module")
+def client(port):
+    return openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="unused", max_retries=0, timeout=120)
+
+
+# ------------------------------------------------------------------ helpers
+
+def run(*args, timeout=300):
+    return subprocess.run([str(TROUPE_BIN), *map(str, args)], capture_output=True, text=True, timeout=timeout)
+
+
+def generate(prompt, *flags):
+    """`troupe generate --json`: (text, summary line)."""
+    p = run("generate", "--prompt", prompt, "--threads", THREADS, "--model", DEFAULT_MODEL, "--json", *flags)
+    assert p.returncode == 0, p.stderr
+    lines = [json.loads(l) for l in p.stdout.splitlines() if l.strip()]
+    return "".join(l["text"] for l in lines if "token" in l), lines[-1]
+
+
+def openai_finish(reason):
+    return {"eos": "stop", "stop": "stop", "length": "length"}[reason]
+
+
+def request(port, method, path, body=b"", headers=None, timeout=60):
+    """One raw HTTP/1.1 request on a fresh socket: (status, headers, body bytes)."""
+    head = f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+    for k, v in (headers or {}).items():
+        head += f"{k}: {v}\r\n"
+    if body or method == "POST":
+        head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(head.encode() + b"\r\n" + body)
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    header, _, rest = data.partition(b"\r\n\r\n")
+    lines = header.decode().split("\r\n")
+    status = int(lines[0].split()[1])
+    hdrs = {k.strip().lower(): v.strip() for k, v in (l.split(":", 1) for l in lines[1:])}
+    if hdrs.get("transfer-encoding") == "chunked":
+        out = b""
+        while rest:
+            size_line, _, rest = rest.partition(b"\r\n")
+            size = int(size_line, 16)
+            if size == 0:
+                break
+            out += rest[:size]
+            rest = rest[size + 2:]
+        rest = out
+    return status, hdrs, rest
+
+
+def post(port, path, obj):
+    body = obj if isinstance(obj, bytes) else json.dumps(obj).encode()
+    status, _, data = request(port, "POST", path, body)
+    return status, json.loads(data)
+
+
+def assert_error(port, path, obj, status, *words):
+    got, body = post(port, path, obj)
+    assert got == status, body
+    err = body["error"]
+    assert set(err) >= {"message", "type", "code"}, body
+    for w in words:
+        assert w in err["message"], (w, err)
+    return err
+
+
+def shard_cache_bytes(cluster):
+    p = run("status", "--endpoint", cluster.endpoint, "--json")
+    assert p.returncode == 0, p.stderr
+    nodes = json.loads(p.stdout)["nodes"]
+    return {k: v["cache_bytes_in_use"] for k, v in nodes.items() if k.startswith("shard-")}
+
+
+def render_chat(messages):
+    """The GGUF's own Jinja chat template, rendered by jinja2 (as in test_conformance.py)."""
+    jinja2 = pytest.importorskip("jinja2")
+    gguf = pytest.importorskip("gguf")
+    reader = gguf.GGUFReader(str(DEFAULT_MODEL))
+    field = reader.fields["tokenizer.chat_template"]
+    source = bytes(field.parts[field.data[0]]).decode()
+    return jinja2.Environment().from_string(source).render(messages=messages, add_generation_prompt=True)
+
+
+# -------------------------------------------------------------------- tests
+
+def test_cluster_json_records_the_served_port(cluster, port):
+    info = cluster.info
+    assert info["http_served"] is True
+    assert isinstance(port, int) and port > 0
+    assert info["nodes"][0]["http_port"] == port
+    assert info["http_url"] == f"http://127.0.0.1:{port}/v1"
+    assert info["job_endpoint"] == cluster.endpoint  # the old contract stays
+
+
+def test_models_lists_the_served_model(client):
+    models = client.models.list()
+    assert [m.id for m in models.data] == [MODEL_ID]
+
+
+def test_health(port):
+    status, _, body = request(port, "GET", "/health")
+    assert status == 200 and json.loads(body)["status"] == "ok"
+
+
+@pytest.mark.parametrize("prompt", ["The capital of France is", "def fibonacci(n):", "1, 2, 3, 4,"])
+def test_greedy_completion_equals_generate(client, prompt):
+    want, summary = generate(prompt, "--max-tokens", "24")
+    got = client.completions.create(model=MODEL_ID, prompt=prompt, max_tokens=24, temperature=0)
+    assert got.object == "text_completion"
+    assert got.model == MODEL_ID
+    assert got.choices[0].text == want
+    assert got.choices[0].finish_reason == openai_finish(summary["finish_reason"])
+    assert got.usage.prompt_tokens == summary["prompt_tokens"]
+    assert got.usage.completion_tokens == summary["generated_tokens"]
+    assert got.usage.total_tokens == summary["prompt_tokens"] + summary["generated_tokens"]
+
+
+def test_prompt_as_a_list_of_one_string(client):
+    want, _ = generate("The quick brown fox", "--max-tokens", "8")
+    got = client.completions.create(model=MODEL_ID, prompt=["The quick brown fox"], max_tokens=8, temperature=0)
+    assert got.choices[0].text == want
+
+
+def test_streaming_chunks_concatenate_to_the_answer(client):
+    prompt = "Once upon a time, in a small village,"
+    want, summary = generate(prompt, "--max-tokens", "32")
+    chunks = list(client.completions.create(model=MODEL_ID, prompt=prompt, max_tokens=32, temperature=0,
+                                            stream=True, stream_options={"include_usage": True}))
+    texts = [c.choices[0].text for c in chunks if c.choices]
+    assert "".join(texts) == want
+    assert len([t for t in texts if t]) >= 16  # one event per token, not one blob
+    finishes = [c.choices[0].finish_reason for c in chunks if c.choices]
+    assert finishes[-1] == openai_finish(summary["finish_reason"]) and not any(finishes[:-1])
+    assert chunks[-1].usage.completion_tokens == summary["generated_tokens"]
+    assert chunks[-1].usage.prompt_tokens == summary["prompt_tokens"]
+
+
+def test_raw_stream_is_server_sent_events(port):
+    status, hdrs, body = request(port, "POST", "/v1/completions",
+                                 json.dumps({"prompt": "Hello", "max_tokens": 4, "temperature": 0,
+                                             "stream": True}).encode())
+    assert status == 200 and hdrs["content-type"].startswith("text/event-stream")
+    events = body.decode().split("\n\n")
+    assert events[-1] == "" and events[-2] == "data: [DONE]"
+    for e in events[:-2]:
+        assert e.startswith("data: ")
+        json.loads(e[6:])
+
+
+def test_chat_equals_generate_chat(client):
+    prompt = "Name a planet."
+    want, summary = generate(prompt, "--chat", "--max-tokens", "24")
+    got = client.chat.completions.create(model=MODEL_ID, messages=[{"role": "user", "content": prompt}],
+                                         max_tokens=24, temperature=0)
+    assert got.object == "chat.completion"
+    assert got.choices[0].message.role == "assistant"
+    assert got.choices[0].message.content == want
+    assert got.usage.prompt_tokens == summary["prompt_tokens"]
+    assert got.usage.completion_tokens == summary["generated_tokens"]
+    # The same streamed: a role delta, then the content.
+    chunks = list(client.chat.completions.create(model=MODEL_ID, messages=[{"role": "user", "content": prompt}],
+                                                 max_tokens=24, temperature=0, stream=True))
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert "".join(c.choices[0].delta.content or "" for c in chunks) == want
+    assert chunks[-1].choices[0].finish_reason == openai_finish(summary["finish_reason"])
+
+
+def test_system_message_equals_generate_system(client):
+    want, _ = generate("Name a planet.", "--chat", "--system", "You are terse.", "--max-tokens", "16")
+    got = client.chat.completions.create(
+        model=MODEL_ID, max_tokens=16, temperature=0,
+        messages=[{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Name a planet."}])
+    assert got.choices[0].message.content == want
+
+
+def test_multi_turn_conversation_uses_the_chat_template(client):
+    messages = [
+        {"role": "system", "content": "You are a helpful assistant."},
+        {"role": "user", "content": "What is the capital of France?"},
+        {"role": "assistant", "content": "The capital of France is Paris."},
+        {"role": "user", "content": "And of Italy?"},
+    ]
+    rendered = render_chat(messages)
+    ids = json.loads(run("tokenize", "--text", rendered, "--model", DEFAULT_MODEL).stdout)
+    want, summary = generate(rendered, "--max-tokens", "24")  # the rendered text as a plain prompt
+    assert summary["prompt_tokens"] == len(ids)
+    got = client.chat.completions.create(model=MODEL_ID, messages=messages, max_tokens=24, temperature=0)
+    assert got.usage.prompt_tokens == len(ids)
+    assert got.choices[0].message.content == want
+    # Content given as text parts is the same conversation.
+    parts = [dict(m, content=[{"type": "text", "text": m["content"]}]) for m in messages]
+    again = client.chat.completions.create(model=MODEL_ID, messages=parts, max_tokens=24, temperature=0)
+    assert again.choices[0].message.content == want
+
+
+def test_seeded_sampling_is_reproducible_and_equals_generate(client):
+    prompt = "Write a haiku about autumn leaves."
+    kw = dict(model=MODEL_ID, prompt=prompt, max_tokens=24, temperature=0.8, seed=1234)
+    a = client.completions.create(**kw).choices[0].text
+    b = client.completions.create(**kw).choices[0].text
+    assert a == b
+    want, _ = generate(prompt, "--max-tokens", "24", "--temperature", "0.8", "--seed", "1234")
+    assert a == want
+    c = client.completions.create(**dict(kw, seed=99)).choices[0].text
+    assert c != a  # another seed, another answer (24 sampled tokens: a tie is vanishingly unlikely)
+
+
+def test_extras_are_passed_through(client):
+    prompt = "The quick brown fox"
+    want, _ = generate(prompt, "--max-tokens", "16", "--temperature", "0.7", "--seed", "5", "--top-k", "20",
+                       "--min-p", "0.05", "--repeat-penalty", "1.3")
+    got = client.completions.create(model=MODEL_ID, prompt=prompt, max_tokens=16, temperature=0.7, seed=5,
+                                    extra_body={"top_k": 20, "min_p": 0.05, "repetition_penalty": 1.3})
+    assert got.choices[0].text == want
+
+
+def test_stop_strings(client):
+    prompt = "List three colours of the rainbow:"
+    full, _ = generate(prompt, "--max-tokens", "32")
+    words = re.findall(r"[A-Za-z]{4,}", full)
+    assert len(words) >= 2, full
+    stop = words[1]
+    cut = full[:full.index(stop)]
+    for s in (stop, [stop, "never-appears-123"]):
+        got = client.completions.create(model=MODEL_ID, prompt=prompt, max_tokens=32, temperature=0, stop=s)
+        assert got.choices[0].text == cut
+        assert got.choices[0].finish_reason == "stop"
+    chunks = list(client.completions.create(model=MODEL_ID, prompt=prompt, max_tokens=32, temperature=0,
+                                            stop=stop, stream=True))
+    assert "".join(c.choices[0].text for c in chunks) == cut
+    assert chunks[-1].choices[0].finish_reason == "stop"
+
+
+def test_length_finish_and_usage(client):
+    got = client.completions.create(model=MODEL_ID, prompt="1, 2, 3, 4,", max_tokens=5, temperature=0,
+                                    extra_body={"min_tokens": 5})
+    assert got.choices[0].finish_reason == "length"
+    assert got.usage.completion_tokens == 5
+
+
+def test_bad_requests_get_400_naming_the_problem(port, client):
+    c, ch = "/v1/completions", "/v1/chat/completions"
+    assert_error(port, c, b"{not json", 400, "JSON")
+    assert_error(port, c, b"[1, 2]", 400, "object")
+    assert_error(port, c, b"[" * 100000 + b"]" * 100000, 400, "nested")
+    assert_error(port, c, {"prompt": "hi", "temperature": "hot"}, 400, "temperature", "number")
+    assert_error(port, c, {"prompt": "hi", "max_tokens": "ten"}, 400, "max_tokens", "integer")
+    assert_error(port, c, {"prompt": "hi", "max_tokens": 2.5}, 400, "max_tokens")
+    assert_error(port, c, {"prompt": "hi", "max_tokens": -1}, 400, "max_tokens")
+    assert_error(port, c, {"prompt": "hi", "stream": "yes"}, 400, "stream", "boolean")
+    assert_error(port, c, {"prompt": "hi", "stop": 5}, 400, "stop")
+    assert_error(port, c, {"prompt": "hi", "top_p": 3}, 400, "top_p")
+    assert_error(port, c, {"prompt": "hi", "n": 2}, 400, "n")
+    assert_error(port, c, {"prompt": ["a", "b"]}, 400, "prompt")
+    assert_error(port, c, {"prompt": [1, 2, 3]}, 400, "prompt")
+    assert_error(port, c, {"max_tokens": 3}, 400, "prompt")
+    assert_error(port, c, {"prompt": "hi", "logprobs": 3}, 400, "logprobs")
+    assert_error(port, ch, {"messages": []}, 400, "messages")
+    assert_error(port, ch, {"messages": "hi"}, 400, "messages")
+    assert_error(port, ch, {"messages": [{"role": "wizard", "content": "hi"}]}, 400, "role")
+    assert_error(port, ch, {"messages": [{"role": "user", "content": 7}]}, 400, "content")
+    err = assert_error(port, c, {"prompt": "hello " * 9000, "max_tokens": 4}, 400, "context")
+    assert err["code"] == "context_length_exceeded"
+    # The official client sees them as BadRequestError.
+    with pytest.raises(openai.BadRequestError) as e:
+        client.completions.create(model=MODEL_ID, prompt="hi", n=2)
+    assert e.value.status_code == 400 and "n = 1" in str(e.value)
+    with pytest.raises(openai.BadRequestError):
+        client.chat.completions.create(model=MODEL_ID, messages=[{"role": "user", "content": "hi"}], max_tokens=-1)
+    # And the server goes on serving.
+    assert client.completions.create(model=MODEL_ID, prompt="Hi", max_tokens=2, temperature=0).usage.total_tokens > 0
+
+
+def test_unknown_route_is_404(port, client):
+    status, _, body = request(port, "GET", "/v1/nothing-here")
+    assert status == 404 and "unknown route" in json.loads(body)["error"]["message"]
+    status, _, body = request(port, "GET", "/v1/completions")  # wrong method
+    assert status == 404 and "error" in json.loads(body)
+    with pytest.raises(openai.NotFoundError):
+        client.embeddings.create(model=MODEL_ID, input="hi")
+
+
+def test_huge_body_is_413_and_the_server_goes_on(port, client):
+    limit = 4 << 20
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: %d\r\n\r\n" % (limit + 1) + b"a" * (limit + 1))
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    assert data.startswith(b"HTTP/1.1 413"), data[:200]
+    body = data.partition(b"\r\n\r\n")[2]
+    assert "exceeds" in json.loads(body)["error"]["message"]
+    # A body of exactly the limit is read (and then refused as a bad prompt, not a size).
+    status, _, _ = request(port, "POST", "/v1/completions", b" " * (limit - 2) + b"{}")
+    assert status == 400
+    assert client.completions.create(model=MODEL_ID, prompt="Hi", max_tokens=2, temperature=0).choices
+
+
+def test_eight_concurrent_streams(client):
+    prompts = [f"Tell me about the number {i}." for i in range(8)]
+    want = {p: generate(p, "--max-tokens", "20")[0] for p in prompts}
+
+    def stream(p):
+        return "".join(c.choices[0].text for c in client.completions.create(
+            model=MODEL_ID, prompt=p, max_tokens=20, temperature=0, stream=True) if c.choices)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+        got = dict(zip(prompts, pool.map(stream, prompts)))
+    assert got == want
+
+
+def test_client_that_disconnects_mid_stream_frees_its_cache(cluster, port, client):
+    assert all(v == 0 for v in shard_cache_bytes(cluster).values())
+    body = json.dumps({"prompt": "1, 2, 3, 4,", "max_tokens": 4000, "temperature": 0, "stream": True,
+                       "min_tokens": 4000}).encode()
+    s = socket.create_connection(("127.0.0.1", port), timeout=60)
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    data = b""
+    while data.count(b"data: ") < 5:
+        chunk = s.recv(4096)
+        assert chunk, data
+        data += chunk
+    assert data.startswith(b"HTTP/1.1 200")
+    assert any(v > 0 for v in shard_cache_bytes(cluster).values())  # the job holds cache now
+    s.close()  # gone mid-answer
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        if all(v == 0 for v in shard_cache_bytes(cluster).values()):
+            break
+        time.sleep(0.3)
+    assert all(v == 0 for v in shard_cache_bytes(cluster).values()), shard_cache_bytes(cluster)
+    # And the others are served as before.
+    assert client.completions.create(model=MODEL_ID, prompt="Hi", max_tokens=2, temperature=0).choices
+
+
+def test_metrics_is_prometheus_text(port):
+    status, hdrs, body = request(port, "GET", "/metrics")
+    assert status == 200 and hdrs["content-type"].startswith("text/plain")
+    text = body.decode()
+    samples = {}
+    try:
+        from prometheus_client.parser import text_string_to_metric_families
+        for family in text_string_to_metric_families(text):
+            for s in family.samples:
+                samples[(s.name, s.labels.get("node"))] = s.value
+    except ImportError:
+        line = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)\{node="([^"\\]*)"\} (\S+)$')
+        for l in text.splitlines():
+            if l.startswith("# TYPE "):
+                assert re.match(r"^# TYPE [a-zA-Z_:][a-zA-Z0-9_:]* (counter|gauge)$", l), l
+                continue
+            m = line.match(l)
+            assert m, l
+            samples[(m.group(1), m.group(2))] = float(m.group(3))
+    for node in ("head", "shard-0", "shard-1"):
+        assert ("troupe_cache_bytes_in_use", node) in samples, sorted(samples)[:20]
+    assert samples[("troupe_route_ready", "head")] == 1
+    assert samples[("troupe_cache_budget_bytes", "shard-0")] > 0
+    assert any(name.endswith("_total") for name, _ in samples)
+
+
+def test_health_and_jobs_are_503_when_the_ring_cannot_serve(troupe_bin, model_path):
+    import os
+    import signal
+    c = Cluster(shards=1, extra=("--http-port", "0"))
+    try:
+        port = c.info["http_port"]
+        assert request(port, "GET", "/health")[0] == 200
+        shard = [n for n in c.info["nodes"] if n["role"] == "shard"][0]
+        os.kill(shard["pid"], signal.SIGKILL)
+        deadline = time.time() + 30
+        while time.time() < deadline and request(port, "GET", "/health")[0] != 503:
+            time.sleep(0.2)
+        status, _, body = request(port, "GET", "/health")
+        assert status == 503 and json.loads(body)["error"]["code"] == "NO_ROUTE", body
+        err = assert_error(port, "/v1/completions", {"prompt": "Hi", "max_tokens": 2}, 503)
+        assert err["code"] in ("NO_ROUTE", "UNAVAILABLE"), err
+        assert request(port, "GET", "/v1/models")[0] == 200  # the head itself still answers
+    finally:
+        c.stop()
