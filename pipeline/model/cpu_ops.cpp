@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#if defined(__F16C__)
+#if defined(__F16C__) || defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 
@@ -12,6 +12,197 @@
 #include "pipeline/quant/thread_pool.h"
 
 namespace troupe {
+
+// ---------------------------------------------------------------------------
+// ggml's CPU formulas (ggml-cpu/vec.h, vec.cpp, simd-mappings.h; credit:
+// ggml), reproduced so that our forward pass computes llama.cpp's one-token
+// results bit for bit. Which variant ggml runs depends on the instruction set
+// it was compiled for (-march=native); we pick the same one from ours:
+// AVX-512 F+DQ (TROUPE_GGML_AVX512) or ggml's portable code otherwise.
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+#define TROUPE_GGML_AVX512 1
+namespace {
+
+// ggml_v_expf, AVX-512 (ggml's adaptation of ARM's optimized routine: max
+// error 1.45358 + 0.5 ulp; flushes to inf above 88.38 and to 0 below -103.97).
+inline __m512 GgmlExp16(__m512 x) {
+  const __m512 r = _mm512_set1_ps(0x1.8p23f);
+  const __m512 z = _mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p+0f), r);
+  const __m512 n = _mm512_sub_ps(z, r);
+  const __m512 b = _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.7f7d1cp-20f),
+                                    _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e4p-1f), x));
+  const __mmask16 d = _mm512_cmp_ps_mask(_mm512_abs_ps(n), _mm512_set1_ps(192), _CMP_GT_OQ);
+  const __m512 u = _mm512_mul_ps(b, b);
+  const __m512 j = _mm512_fmadd_ps(
+      _mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_set1_ps(0x1.0e4020p-7f), b, _mm512_set1_ps(0x1.573e2ep-5f)), u,
+                      _mm512_fmadd_ps(_mm512_set1_ps(0x1.555e66p-3f), b, _mm512_set1_ps(0x1.fffdb6p-2f))),
+      u, _mm512_fmadd_ps(_mm512_set1_ps(0x1.ffffecp-1f), b, _mm512_set1_ps(1.0f)));
+  const __m512 res = _mm512_scalef_ps(j, n);
+  if (_mm512_kortestz(d, d)) return res;
+  const __m512 alt = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(n, _mm512_setzero_ps(), _CMP_LE_OQ),
+                                          _mm512_set1_ps(INFINITY), _mm512_setzero_ps());
+  return _mm512_mask_blend_ps(d, res, alt);
+}
+
+// ggml_v_silu, AVX-512: x / (1 + exp(0 - x)).
+inline __m512 GgmlSilu16(__m512 x) {
+  const __m512 e = GgmlExp16(_mm512_sub_ps(_mm512_setzero_ps(), x));
+  return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+}
+
+inline __m512 LoadHalf16(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+}  // namespace
+#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define TROUPE_GGML_AVX2 1
+namespace {
+
+// ggml_v_expf, AVX2 + FMA variant.
+inline __m256 GgmlExp8(__m256 x) {
+  const __m256 r = _mm256_set1_ps(0x1.8p23f);
+  const __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), r);
+  const __m256 n = _mm256_sub_ps(z, r);
+  const __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f),
+                                    _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
+  const __m256i e = _mm256_slli_epi32(_mm256_castps_si256(z), 23);
+  const __m256 k = _mm256_castsi256_ps(_mm256_add_epi32(e, _mm256_castps_si256(_mm256_set1_ps(1))));
+  const __m256i c = _mm256_castps_si256(
+      _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.f), n), _mm256_set1_ps(126), _CMP_GT_OQ));
+  const __m256 u = _mm256_mul_ps(b, b);
+  const __m256 j = _mm256_fmadd_ps(
+      _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f)), u,
+                      _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b, _mm256_set1_ps(0x1.fffdb6p-2f))),
+      u, _mm256_mul_ps(_mm256_set1_ps(0x1.ffffecp-1f), b));
+  if (!_mm256_movemask_ps(_mm256_castsi256_ps(c))) return _mm256_fmadd_ps(j, k, k);
+  const __m256i g = _mm256_and_si256(_mm256_castps_si256(_mm256_cmp_ps(n, _mm256_setzero_ps(), _CMP_LE_OQ)),
+                                     _mm256_set1_epi32(static_cast<int>(0x82000000u)));
+  const __m256 s1 = _mm256_castsi256_ps(_mm256_add_epi32(g, _mm256_set1_epi32(0x7f000000)));
+  const __m256 s2 = _mm256_castsi256_ps(_mm256_sub_epi32(e, g));
+  const __m256i d = _mm256_castps_si256(
+      _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.f), n), _mm256_set1_ps(192), _CMP_GT_OQ));
+  return _mm256_or_ps(
+      _mm256_and_ps(_mm256_castsi256_ps(d), _mm256_mul_ps(s1, s1)),
+      _mm256_andnot_ps(_mm256_castsi256_ps(d),
+                       _mm256_or_ps(_mm256_and_ps(_mm256_castsi256_ps(c), _mm256_mul_ps(_mm256_fmadd_ps(s2, j, s2), s1)),
+                                    _mm256_andnot_ps(_mm256_castsi256_ps(c), _mm256_fmadd_ps(k, j, k)))));
+}
+
+inline __m256 GgmlSilu8(__m256 x) {
+  const __m256 e = GgmlExp8(_mm256_sub_ps(_mm256_setzero_ps(), x));
+  return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+}
+
+inline __m256 LoadHalf8(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// GGML_F32x8_REDUCE's last step / the AVX2 softmax block sum: ((v0 + v4) + (v1 + v5)) + ((v2 + v6) + (v3 + v7)).
+inline float HaddReduce8(__m256 v) {
+  const __m128 t0 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 t1 = _mm_hadd_ps(t0, t0);
+  return _mm_cvtss_f32(_mm_hadd_ps(t1, t1));
+}
+// The AVX2 softmax block sum: ((v0 + v4) + (v2 + v6)) + ((v1 + v5) + (v3 + v7)).
+inline float MovehlReduce8(__m256 v) {
+  __m128 t = _mm_add_ps(_mm256_extractf128_ps(v, 1), _mm256_castps256_ps128(v));
+  t = _mm_add_ps(t, _mm_movehl_ps(t, t));
+  return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
+}
+
+}  // namespace
+#endif
+
+void GgmlExp(const float* x, float* y, int64_t n) {
+  int64_t i = 0;
+#if defined(TROUPE_GGML_AVX512)
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, GgmlExp16(_mm512_loadu_ps(x + i)));
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    _mm512_mask_storeu_ps(y + i, m, GgmlExp16(_mm512_maskz_loadu_ps(m, x + i)));
+    i = n;
+  }
+#elif defined(TROUPE_GGML_AVX2)
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, GgmlExp8(_mm256_loadu_ps(x + i)));
+  if (i < n) {
+    float tmp[8] = {};
+    for (int64_t k = i; k < n; ++k) tmp[k - i] = x[k];
+    _mm256_storeu_ps(tmp, GgmlExp8(_mm256_loadu_ps(tmp)));
+    for (int64_t k = i; k < n; ++k) y[k] = tmp[k - i];
+    i = n;
+  }
+#endif
+  for (; i < n; ++i) y[i] = std::exp(x[i]);
+}
+
+// ggml_vec_dot_f16(n, x, y): AVX-512 without FP16 arithmetic: GGML_F16_STEP 64
+// values per step in four 16-lane fp32 accumulators (value i + 16c + lane ->
+// accumulator c), fma(x, y, acc); reduced as (acc0 + acc2) + (acc1 + acc3),
+// then _mm512_reduce_add_ps, widened to double; the n % 64 leftovers are
+// added in double one by one. Portable ggml: a double sum of fp32 products.
+float GgmlDotF16(const uint16_t* x, const uint16_t* y, int64_t n) {
+  double sum = 0.0;
+  int64_t i = 0;
+#if defined(TROUPE_GGML_AVX512)
+  const int64_t np = n & ~int64_t{63};
+  if (np > 0) {
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    for (; i < np; i += 64) {
+      for (int c = 0; c < 4; ++c)
+        acc[c] = _mm512_fmadd_ps(LoadHalf16(x + i + 16 * c), LoadHalf16(y + i + 16 * c), acc[c]);
+    }
+    acc[0] = _mm512_add_ps(acc[0], acc[2]);
+    acc[1] = _mm512_add_ps(acc[1], acc[3]);
+    acc[0] = _mm512_add_ps(acc[0], acc[1]);
+    sum = static_cast<double>(_mm512_reduce_add_ps(acc[0]));
+  }
+#elif defined(TROUPE_GGML_AVX2)
+  const int64_t np = n & ~int64_t{31};  // GGML_F16_STEP 32, four 8-lane accumulators
+  if (np > 0) {
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (; i < np; i += 32) {
+      for (int c = 0; c < 4; ++c)
+        acc[c] = _mm256_fmadd_ps(LoadHalf8(x + i + 8 * c), LoadHalf8(y + i + 8 * c), acc[c]);
+    }
+    acc[0] = _mm256_add_ps(acc[0], acc[2]);
+    acc[1] = _mm256_add_ps(acc[1], acc[3]);
+    acc[0] = _mm256_add_ps(acc[0], acc[1]);
+    sum = static_cast<double>(HaddReduce8(acc[0]));
+  }
+#endif
+  for (; i < n; ++i) sum += static_cast<double>(Fp16ToFp32(x[i]) * Fp16ToFp32(y[i]));
+  return static_cast<float>(sum);
+}
+
+// ggml_vec_soft_max_f32 over n values already max-subtracted inputs x - max:
+// y = exp(x - max) (ggml_v_expf in blocks of 16 from value 0, expf for the
+// rest), returns the double sum of per-block _mm512_reduce_add_ps (AVX-512) or
+// of each value (portable).
+double GgmlSoftMaxExp(const float* x, float max, float* y, int64_t n) {
+  double sum = 0.0;
+  int64_t i = 0;
+#if defined(TROUPE_GGML_AVX512)
+  for (; i + 16 <= n; i += 16) {
+    const __m512 v = GgmlExp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), _mm512_set1_ps(max)));
+    _mm512_storeu_ps(y + i, v);
+    sum += static_cast<double>(_mm512_reduce_add_ps(v));
+  }
+#elif defined(TROUPE_GGML_AVX2)
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = GgmlExp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), _mm256_set1_ps(max)));
+    _mm256_storeu_ps(y + i, v);
+    sum += static_cast<double>(MovehlReduce8(v));
+  }
+#endif
+  for (; i < n; ++i) {
+    const float v = std::exp(x[i] - max);
+    sum += static_cast<double>(v);
+    y[i] = v;
+  }
+  return sum;
+}
+
 
 void RmsNorm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* out) {
   for (int64_t r = 0; r < rows; ++r) {
@@ -25,9 +216,19 @@ void RmsNorm(const float* x, const float* weight, int64_t rows, int64_t dim, flo
 }
 
 void SiluMul(float* gate, const float* up, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
+  int64_t i = 0;
+#if defined(TROUPE_GGML_AVX512)
+  for (; i + 16 <= n; i += 16) {
+    _mm512_storeu_ps(gate + i, _mm512_mul_ps(GgmlSilu16(_mm512_loadu_ps(gate + i)), _mm512_loadu_ps(up + i)));
+  }
+#elif defined(TROUPE_GGML_AVX2)
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(gate + i, _mm256_mul_ps(GgmlSilu8(_mm256_loadu_ps(gate + i)), _mm256_loadu_ps(up + i)));
+  }
+#endif
+  for (; i < n; ++i) {
     const float g = gate[i];
-    gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+    gate[i] = g / (1.0f + std::exp(-g)) * up[i];  // ggml_silu_f32, the scalar tail
   }
 }
 
@@ -35,46 +236,6 @@ void AddInPlace(float* x, const float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] += y[i];
 }
 
-namespace {
-
-inline float RoundToHalf(float x) { return Fp16ToFp32(Fp32ToFp16(x)); }
-
-// sum_e a[e] * fp32(b[e]) over d values (d a multiple of 8 on the F16C path).
-inline float DotHalf(const float* a, const uint16_t* b, int64_t d) {
-#if defined(__F16C__) && defined(__FMA__)
-  if (d % 8 == 0) {
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t e = 0; e < d; e += 8) {
-      const __m256 vb = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + e)));
-      acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + e), vb, acc);
-    }
-    __m128 lo = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-    lo = _mm_hadd_ps(lo, lo);
-    lo = _mm_hadd_ps(lo, lo);
-    return _mm_cvtss_f32(lo);
-  }
-#endif
-  float dot = 0;
-  for (int64_t e = 0; e < d; ++e) dot += a[e] * Fp16ToFp32(b[e]);
-  return dot;
-}
-
-// out[e] += p * fp32(v[e]) over d values.
-inline void AxpyHalf(float p, const uint16_t* v, float* out, int64_t d) {
-#if defined(__F16C__) && defined(__FMA__)
-  if (d % 8 == 0) {
-    const __m256 vp = _mm256_set1_ps(p);
-    for (int64_t e = 0; e < d; e += 8) {
-      const __m256 vv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + e)));
-      _mm256_storeu_ps(out + e, _mm256_fmadd_ps(vp, vv, _mm256_loadu_ps(out + e)));
-    }
-    return;
-  }
-#endif
-  for (int64_t e = 0; e < d; ++e) out[e] += p * Fp16ToFp32(v[e]);
-}
-
-}  // namespace
 
 void ToHalf(const float* src, uint16_t* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = Fp32ToFp16(src[i]);
@@ -82,6 +243,14 @@ void ToHalf(const float* src, uint16_t* dst, int64_t n) {
 
 void Attention(const float* q, const uint16_t* keys, const uint16_t* values, const AttentionShape& s,
                int64_t start, int64_t t, float* out, int threads) {
+  // llama.cpp's non-flash attention for one query row (ggml graph: kq =
+  // mul_mat(k, q) with q rounded to fp16 and ggml_vec_dot_f16 per key,
+  // soft_max_ext(kq * scale, causal mask), kqv = mul_mat(v^T, kq) with the
+  // probabilities rounded to fp16 and ggml_vec_dot_f16 over the positions),
+  // computed in the same order. llama.cpp pads its key range to a multiple of
+  // 256 with masked cells; those contribute exact zeros to every sum, so we
+  // stop at the last real position (softmax blocks are still aligned to 16
+  // from position 0, the padding being exp(-inf) = 0).
   const int64_t d = s.head_dim;
   const int64_t group = s.n_heads / s.n_kv_heads;
   const int64_t row = s.n_heads * d;
@@ -89,31 +258,90 @@ void Attention(const float* q, const uint16_t* keys, const uint16_t* values, con
   const int64_t work = s.n_heads * t;
   const int parts = work * (start + t) * d > 65536 ? threads : 1;
   ParallelRanges(work, parts, [&](int64_t w_begin, int64_t w_end) {
-    std::vector<float> scores(start + t);
-    std::vector<float> qh(d);
+    const int64_t padded = (start + t + 15) / 16 * 16;
+    std::vector<float> scores(padded), probs(padded);
+    std::vector<uint16_t> qh(d), ph(start + t);
+#if defined(TROUPE_GGML_AVX512) || defined(TROUPE_GGML_AVX2)
+    std::vector<float> acc;
+    if (d % 16 == 0) acc.resize(64 * d);
+#endif
     for (int64_t w = w_begin; w < w_end; ++w) {
       const int64_t h = w % s.n_heads;
       const int64_t i = w / s.n_heads;
       const int64_t kvh = h / group;
-      for (int64_t e = 0; e < d; ++e) qh[e] = RoundToHalf(q[i * row + h * d + e]);
+      for (int64_t e = 0; e < d; ++e) qh[e] = Fp32ToFp16(q[i * row + h * d + e]);
       const uint16_t* k = keys + kvh * s.cache_stride;
       const uint16_t* v = values + kvh * s.cache_stride;
       const int64_t len = start + i + 1;  // causal: positions [0, start + i]
+      const int64_t len16 = (len + 15) / 16 * 16;
       float max_score = -INFINITY;
       for (int64_t j = 0; j < len; ++j) {
-        const float dot = DotHalf(qh.data(), k + j * d, d) * scale;
-        scores[j] = dot;
-        max_score = std::max(max_score, dot);
+        scores[j] = GgmlDotF16(k + j * d, qh.data(), d) * scale;
+        max_score = std::max(max_score, scores[j]);
       }
-      double sum = 0;
-      for (int64_t j = 0; j < len; ++j) {
-        scores[j] = std::exp(scores[j] - max_score);
-        sum += scores[j];
-      }
+      for (int64_t j = len; j < len16; ++j) scores[j] = -INFINITY;
+      const double sum = GgmlSoftMaxExp(scores.data(), max_score, probs.data(), len16);
       const float inv = static_cast<float>(1.0 / sum);
+      for (int64_t j = 0; j < len; ++j) ph[j] = Fp32ToFp16(probs[j] * inv);
       float* o = out + i * row + h * d;
-      std::fill(o, o + d, 0.0f);
-      for (int64_t j = 0; j < len; ++j) AxpyHalf(RoundToHalf(scores[j] * inv), v + j * d, o, d);
+#if defined(TROUPE_GGML_AVX512)
+      if (d % 16 == 0) {
+        // ggml_vec_dot_f16(n_kv, v^T[e], p) for all e at once: position j
+        // feeds accumulator lane j % 64 (ggml's 4 x 16 lanes), block by block.
+        std::fill(acc.begin(), acc.end(), 0.0f);
+        for (int64_t j = 0; j < len; ++j) {
+          const __m512 p = _mm512_set1_ps(Fp16ToFp32(ph[j]));
+          float* a = &acc[(j % 64) * d];
+          for (int64_t e = 0; e < d; e += 16)
+            _mm512_storeu_ps(a + e, _mm512_fmadd_ps(LoadHalf16(v + j * d + e), p, _mm512_loadu_ps(a + e)));
+        }
+        for (int64_t e = 0; e < d; e += 16) {
+          __m512 y[16];  // (acc_c0 + acc_c2) + (acc_c1 + acc_c3) for each lane
+          for (int l = 0; l < 16; ++l) {
+            const __m512 x0 = _mm512_add_ps(_mm512_loadu_ps(&acc[l * d + e]), _mm512_loadu_ps(&acc[(32 + l) * d + e]));
+            const __m512 x1 = _mm512_add_ps(_mm512_loadu_ps(&acc[(16 + l) * d + e]), _mm512_loadu_ps(&acc[(48 + l) * d + e]));
+            y[l] = _mm512_add_ps(x0, x1);
+          }
+          // _mm512_reduce_add_ps over the lanes, transposed: lanes l and
+          // l + 8, then l and l + 4, then (0 + 2) + (1 + 3).
+          for (int l = 0; l < 8; ++l) y[l] = _mm512_add_ps(y[l + 8], y[l]);
+          for (int l = 0; l < 4; ++l) y[l] = _mm512_add_ps(y[l + 4], y[l]);
+          const __m512 r = _mm512_add_ps(_mm512_add_ps(y[0], y[2]), _mm512_add_ps(y[1], y[3]));
+          _mm512_storeu_ps(o + e, r);
+        }
+        continue;
+      }
+#elif defined(TROUPE_GGML_AVX2)
+      if (d % 16 == 0) {
+        // AVX2: GGML_F16_STEP 32, position j -> accumulator lane j % 32.
+        std::fill(acc.begin(), acc.begin() + 32 * d, 0.0f);
+        for (int64_t j = 0; j < len; ++j) {
+          const __m256 p = _mm256_set1_ps(Fp16ToFp32(ph[j]));
+          float* a = &acc[(j % 32) * d];
+          for (int64_t e = 0; e < d; e += 8)
+            _mm256_storeu_ps(a + e, _mm256_fmadd_ps(LoadHalf8(v + j * d + e), p, _mm256_loadu_ps(a + e)));
+        }
+        for (int64_t e = 0; e < d; e += 8) {
+          __m256 y[8];
+          for (int l = 0; l < 8; ++l) {
+            const __m256 x0 = _mm256_add_ps(_mm256_loadu_ps(&acc[l * d + e]), _mm256_loadu_ps(&acc[(16 + l) * d + e]));
+            const __m256 x1 = _mm256_add_ps(_mm256_loadu_ps(&acc[(8 + l) * d + e]), _mm256_loadu_ps(&acc[(24 + l) * d + e]));
+            y[l] = _mm256_add_ps(x0, x1);
+          }
+          // HaddReduce8 transposed: lanes l + (l + 4), then (0 + 1) + (2 + 3).
+          for (int l = 0; l < 4; ++l) y[l] = _mm256_add_ps(y[l], y[l + 4]);
+          _mm256_storeu_ps(o + e, _mm256_add_ps(_mm256_add_ps(y[0], y[1]), _mm256_add_ps(y[2], y[3])));
+        }
+        continue;
+      }
+#endif
+      // Portable ggml: a double sum of fp32 products, position by position.
+      for (int64_t e = 0; e < d; ++e) {
+        double sum_e = 0.0;
+        for (int64_t j = 0; j < len; ++j)
+          sum_e += static_cast<double>(Fp16ToFp32(v[j * d + e]) * Fp16ToFp32(ph[j]));
+        o[e] = static_cast<float>(sum_e);
+      }
     }
   });
 }

@@ -1,7 +1,11 @@
 // Small fp32 kernels of the decoder that are not matrix products: RMSNorm,
 // SwiGLU gating, residual add, causal attention of one session against its
-// KV cache. Plain loops the compiler vectorizes; the matrix products live in
-// pipeline/quant (QuantMatrix).
+// KV cache; the matrix products live in pipeline/quant (QuantMatrix).
+// SwiGLU and attention follow ggml's CPU code operation for operation (its
+// SIMD exp approximation and reduction orders), so that the forward pass is
+// bit-identical to llama.cpp's one-token path. The variant is chosen at
+// compile time like ggml's own (-march=native builds): AVX-512 F+DQ, else
+// AVX2+FMA+F16C, else ggml's portable C.
 //
 // All pointers are CPU fp32, row-major, non-overlapping unless stated.
 // Thread-safety: reentrant; Attention parallelizes over heads itself.
@@ -14,8 +18,20 @@ namespace troupe {
 // out[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * weight   (out may be x)
 void RmsNorm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* out);
 
-// gate[i] = silu(gate[i]) * up[i] for i < n.
+// gate[i] = silu(gate[i]) * up[i] for i < n: one row of ggml_vec_swiglu_f32
+// (ggml_v_silu in blocks of 16 from i = 0 on AVX-512, x / (1 + expf(-x)) for
+// the rest). Call it per row: block boundaries are counted from `gate`.
 void SiluMul(float* gate, const float* up, int64_t n);
+
+// ggml's formulas, exposed for tests (see cpu_ops.cpp for their order of
+// operations; AVX-512 F+DQ builds use ggml's AVX-512 variants):
+// y[i] = ggml_v_expf(x[i]) (std::exp on builds without AVX-512).
+void GgmlExp(const float* x, float* y, int64_t n);
+// ggml_vec_dot_f16(n, x, y).
+float GgmlDotF16(const uint16_t* x, const uint16_t* y, int64_t n);
+// The exp-and-sum part of ggml_vec_soft_max_f32: y = exp(x - max), returns
+// the double sum in ggml's order.
+double GgmlSoftMaxExp(const float* x, float max, float* y, int64_t n);
 
 // x[i] += y[i] for i < n.
 void AddInPlace(float* x, const float* y, int64_t n);
@@ -31,10 +47,10 @@ struct AttentionShape {
 // [start, start + t). q: [t, n_heads * head_dim] fp32; keys/values: base
 // pointers of this layer's fp16 cache ([n_kv_heads][capacity][head_dim])
 // already holding positions [0, start + t). out: [t, n_heads * head_dim] fp32.
-// Arithmetic: q is rounded to fp16 like the cache, scores and softmax are
-// fp32, and the probabilities are rounded to fp16 before weighting the values
-// — the precision of llama.cpp's CPU attention, which our conformance tests
-// compare against.
+// Arithmetic: llama.cpp's CPU attention without flash attention, bit for bit
+// (q rounded to fp16, ggml_vec_dot_f16 scores, ggml's softmax with its exp
+// approximation, probabilities rounded to fp16, ggml_vec_dot_f16 over the
+// positions); see cpu_ops.cpp.
 void Attention(const float* q, const uint16_t* keys, const uint16_t* values, const AttentionShape& shape,
                int64_t start, int64_t t, float* out, int threads);
 

@@ -26,6 +26,12 @@ struct Block {
   QuantMatrix ffn_down;                   // [hidden, intermediate]
 };
 
+DecoderProbe g_probe = nullptr;
+
+inline void Probe(const char* name, int64_t layer, const float* data, int64_t n) {
+  if (g_probe) g_probe(name, layer, data, n);
+}
+
 void AddBias(float* rows, const std::vector<float>& bias, int64_t n_rows) {
   if (bias.empty()) return;
   const int64_t w = static_cast<int64_t>(bias.size());
@@ -33,6 +39,8 @@ void AddBias(float* rows, const std::vector<float>& bias, int64_t n_rows) {
 }
 
 }  // namespace
+
+void SetDecoderProbe(DecoderProbe probe) { g_probe = probe; }
 
 struct Decoder::Impl {
   ModelConfig config;
@@ -135,11 +143,15 @@ Status Decoder::Forward(HiddenState& hidden, const std::vector<SessionRows>& bat
     const Block& b = m.blocks[l - m.begin];
     // Attention.
     RmsNorm(x, b.attn_norm.data(), N, H, c.rms_eps, m.xn.data());
+    Probe("attn_norm", l, m.xn.data(), N * H);
     const MatmulOutput qkv[] = {{&b.attn_q, m.q.data()}, {&b.attn_k, m.k.data()}, {&b.attn_v, m.v.data()}};
     MultiplyShared(qkv, 3, m.xn.data(), N, m.threads);
     AddBias(m.q.data(), b.bq, N);
     AddBias(m.k.data(), b.bk, N);
     AddBias(m.v.data(), b.bv, N);
+    Probe("Qcur", l, m.q.data(), N * Dq);
+    Probe("Kcur", l, m.k.data(), N * Dkv);
+    Probe("Vcur", l, m.v.data(), N * Dkv);
     int64_t r0 = 0;
     for (const SessionRows& sr : batch) {
       KvCache& cache = *sr.cache;
@@ -153,21 +165,32 @@ Status Decoder::Forward(HiddenState& hidden, const std::vector<SessionRows>& bat
           ToHalf(&m.v[r * Dkv + g * hd], cache.values(l, g) + (start + i) * hd, hd);
         }
       }
+      Probe("Qrope", l, &m.q[r0 * Dq], sr.n_tokens * Dq);
+      Probe("Krope", l, &m.k[r0 * Dkv], sr.n_tokens * Dkv);
       AttentionShape as = ashape;
       as.cache_stride = cache.capacity() * hd;
       Attention(&m.q[r0 * Dq], cache.keys(l, 0), cache.values(l, 0), as, start, sr.n_tokens, &m.att[r0 * Dq],
                 m.threads);
       r0 += sr.n_tokens;
     }
+    Probe("kqv", l, m.att.data(), N * Dq);
     b.attn_output.Multiply(m.att.data(), N, m.proj.data(), m.threads);
+    Probe("kqv_out", l, m.proj.data(), N * H);
     AddInPlace(x, m.proj.data(), N * H);
+    Probe("ffn_inp", l, x, N * H);
     // Feed-forward (SwiGLU).
     RmsNorm(x, b.ffn_norm.data(), N, H, c.rms_eps, m.xn.data());
+    Probe("ffn_norm", l, m.xn.data(), N * H);
     const MatmulOutput gate_up[] = {{&b.ffn_gate, m.gate.data()}, {&b.ffn_up, m.up.data()}};
     MultiplyShared(gate_up, 2, m.xn.data(), N, m.threads);
-    SiluMul(m.gate.data(), m.up.data(), N * I);
+    Probe("ffn_gate", l, m.gate.data(), N * I);
+    Probe("ffn_up", l, m.up.data(), N * I);
+    for (int64_t r = 0; r < N; ++r) SiluMul(&m.gate[r * I], &m.up[r * I], I);
+    Probe("ffn_swiglu", l, m.gate.data(), N * I);
     b.ffn_down.Multiply(m.gate.data(), N, m.proj.data(), m.threads);
+    Probe("ffn_out", l, m.proj.data(), N * H);
     AddInPlace(x, m.proj.data(), N * H);
+    Probe("l_out", l, x, N * H);
   }
   for (const SessionRows& sr : batch) sr.cache->Commit(sr.n_tokens);
   return Status::Ok();

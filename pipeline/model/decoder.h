@@ -34,6 +34,12 @@ struct SessionRows {
   int64_t n_tokens = 0;
 };
 
+// Diagnostic hook (bench/forward_dump): when set, Forward reports the rows of
+// each intermediate tensor, named as llama.cpp's graph names them
+// ("attn_norm", "Qcur", ...). Process-wide; nullptr (the default) disables it.
+using DecoderProbe = void (*)(const char* name, int64_t layer, const float* data, int64_t n);
+void SetDecoderProbe(DecoderProbe probe);
+
 class Decoder {
  public:
   // Loads layers [begin, end): InvalidArgument for a bad range; NotFound /

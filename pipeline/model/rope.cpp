@@ -59,16 +59,19 @@ void Rope::Apply(float* x, int64_t n_heads, const float* cos_sin) const {
   for (int64_t h = 0; h < n_heads; ++h) {
     float* v = x + h * head_dim_;
     if (style_ == RopeStyle::kAdjacentPairs) {
+      // ggml's rotate_pairs as GCC compiles it (fp-contract=fast, seen in
+      // the disassembly of llama.cpp's libggml-cpu): a cos - (b sin) and
+      // a sin + (b cos), the products with a fused (one rounding).
       for (int64_t i = 0; i < half; ++i) {
         const float a = v[2 * i], b = v[2 * i + 1];
-        v[2 * i] = a * cs[i] - b * sn[i];
-        v[2 * i + 1] = a * sn[i] + b * cs[i];
+        v[2 * i] = std::fma(a, cs[i], -(b * sn[i]));
+        v[2 * i + 1] = std::fma(a, sn[i], b * cs[i]);
       }
     } else {
       for (int64_t i = 0; i < half; ++i) {
         const float a = v[i], b = v[i + half];
-        v[i] = a * cs[i] - b * sn[i];
-        v[i + half] = a * sn[i] + b * cs[i];
+        v[i] = std::fma(a, cs[i], -(b * sn[i]));
+        v[i + half] = std::fma(a, sn[i], b * cs[i]);
       }
     }
   }

@@ -164,7 +164,9 @@ void QuantizeQ8x2(const float* x, int64_t cols, uint8_t* dst) {
     ActGroupQ8x2& g = groups[b / 2];
     const int k = static_cast<int>(b % 2);
     int32_t sum = 0;
-    g.d[k] = RoundToHalf(Ops::Block32(x + 32 * b, g.q + 32 * k, &sum));
+    const float d = Ops::Block32(x + 32 * b, g.q + 32 * k, &sum);
+    g.d[k] = RoundToHalf(d);
+    g.s[k] = RoundToHalf(d * static_cast<float>(sum));
     g.corr[k] = 128 * sum;
   }
 }
@@ -216,8 +218,8 @@ void QuantizeRow(ActLayout layout, const float* x, int64_t cols, uint8_t* dst) {
 
 ActLayout ActLayoutFor(GgmlType weight_type) {
   switch (weight_type) {
-    case GgmlType::Q4_0: case GgmlType::Q4_1: return ActLayout::kQ8x4;
-    case GgmlType::Q8_0: return ActLayout::kQ8x2;
+    case GgmlType::Q4_0: return ActLayout::kQ8x4;
+    case GgmlType::Q4_1: case GgmlType::Q8_0: return ActLayout::kQ8x2;
     case GgmlType::Q4_K: return ActLayout::kQ8KPaired;
     case GgmlType::Q6_K: return ActLayout::kQ8K;
     case GgmlType::F32: case GgmlType::F16: case GgmlType::BF16: return ActLayout::kNone;

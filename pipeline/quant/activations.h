@@ -23,9 +23,10 @@
 //
 // Each weight type has a matching activation layout, arranged so the SIMD
 // kernels load activations with plain aligned loads:
-//   kQ8x4 (Q4_0, Q4_1): groups of 4 blocks of 32 values, low and high halves
+//   kQ8x4 (Q4_0):       groups of 4 blocks of 32 values, low and high halves
 //                       of each block split to line up with the weight nibbles.
-//   kQ8x2 (Q8_0):       groups of 2 blocks of 32 values, natural order.
+//   kQ8x2 (Q8_0, Q4_1): groups of 2 blocks of 32 values, natural order (the
+//                       order ggml's x86 Q4_1/Q8_0 dot products use).
 //   kQ8K  (Q6_K):       256-value super-blocks, natural order, with sums.
 //   kQ8KPaired (Q4_K):  as kQ8K with each 128 values stored as [0..31,
 //                       64..95, 32..63, 96..127] to match Q4_K's nibbles.
@@ -61,14 +62,16 @@ struct alignas(64) ActGroupQ8x4 {
   float ds_q4_0[8];
 };
 
-// Q8_0 layout, 64 values. Block k: q[32k + j] = value j; d[k] = fp16(d_k);
-// corr[k] = 128 * sum(q of block k), the term that turns an unsigned-by-
-// signed dot of (w XOR 0x80) into the signed dot of w.
+// Q8_0 / Q8_1 layout, 64 values. Block k: q[32k + j] = value j;
+// d[k] = fp16(d_k); s[k] = fp16(d_k * sum_k) (ggml Q8_1's s, which Q4_1's m
+// multiplies); corr[k] = 128 * sum(q of block k), the term that turns an
+// unsigned-by-signed dot of (w XOR 0x80) into the signed dot of w.
 struct alignas(64) ActGroupQ8x2 {
   int8_t q[64];
   float d[2];
+  float s[2];
   int32_t corr[2];
-  uint8_t pad[48];
+  uint8_t pad[40];
 };
 
 // Q4_K/Q6_K layout, 256 values, one scale d = 1 / iscale (ggml Q8_K).

@@ -136,12 +136,73 @@ struct Q4Kernel : FloatAcc {
   }
 };
 
-struct Q8_0Kernel : FloatAcc {
+// ggml-order accumulator (see kernels_avx512.cpp): eight fp32 lanes plus
+// Q4_1's scalar summs chain, summed as ggml's hsum_float_8 (x86 quants.c)
+// + summs. Q4_1 and Q8_0 use it so that they compute llama.cpp's
+// ggml_vec_dot_q4_1_q8_1 / ggml_vec_dot_q8_0_q8_0 (__AVX2__ branch) bit for bit.
+struct GgmlAcc {
+  __m256 v;
+  __m128 s;
+};
+
+inline float GgmlSum(const GgmlAcc& a) {
+  __m128 r = _mm_add_ps(_mm256_extractf128_ps(a.v, 1), _mm256_castps256_ps128(a.v));
+  r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+  r = _mm_add_ss(r, _mm_movehdup_ps(r));
+  return _mm_cvtss_f32(_mm_add_ss(r, a.s));
+}
+
+struct GgmlAccPolicy {
+  using Acc = GgmlAcc;
+  static GgmlAcc Zero() { return {_mm256_setzero_ps(), _mm_setzero_ps()}; }
+  static float Sum(const GgmlAcc& a) { return GgmlSum(a); }
+  static void Sum4(const GgmlAcc& a, const GgmlAcc& b, const GgmlAcc& c, const GgmlAcc& d, float* out) {
+    out[0] = GgmlSum(a);
+    out[1] = GgmlSum(b);
+    out[2] = GgmlSum(c);
+    out[3] = GgmlSum(d);
+  }
+};
+
+// Q4_1 x Q8_1 as ggml's AVX2 loop, one block at a time: 32 nibbles as
+// [low nibbles | high nibbles] (bytes_from_nibbles_32) against the block's
+// activations in value order (layout kQ8x2); acc = fma(d_w d_x, float(lane sums), acc);
+// summs = fma(m_w, s_x, summs).
+struct Q4_1GgmlKernel : GgmlAccPolicy {
+  static constexpr int kMaxR = 2, kMaxT = 2;
+  static constexpr int64_t kBlockBytes = 20;
+
+  template <int R, int T>
+  static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, GgmlAcc (&acc)[R][T]) {
+    const int64_t nblocks = a.cols / 32;
+    const uint8_t* row0 = a.w + r * a.row_bytes;
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    for (int64_t b = 0; b < nblocks; ++b) {
+      for (int i = 0; i < R; ++i) {
+        const uint8_t* p = row0 + i * a.row_bytes + b * kBlockBytes;
+        const __m128i qs = LoadU128(p + 4);
+        const __m256i wq = _mm256_and_si256(
+            _mm256_inserti128_si256(_mm256_castsi128_si256(qs), _mm_srli_epi16(qs, 4), 1), low4);
+        const float dw = HalfAt(p), mw = HalfAt(p + 2);
+        const int64_t g = b / 2, k = b % 2;
+        for (int j = 0; j < T; ++j) {
+          const auto* x = reinterpret_cast<const ActGroupQ8x2*>(a.xq + (t0 + j) * a.xq_stride) + g;
+          const __m256 xy = _mm256_cvtepi32_ps(DotU8S8(wq, Load256(x->q + 32 * k)));
+          acc[i][j].v = _mm256_fmadd_ps(_mm256_set1_ps(dw * x->d[k]), xy, acc[i][j].v);
+          acc[i][j].s = _mm_fmadd_ss(_mm_set_ss(mw), _mm_set_ss(x->s[k]), acc[i][j].s);
+        }
+      }
+    }
+  }
+};
+
+// Q8_0 x Q8_0: ggml's AVX2 loop (abs(w) x sign(x, w), one block at a time).
+struct Q8_0Kernel : GgmlAccPolicy {
   static constexpr int kMaxR = 2, kMaxT = 2;
   static constexpr int64_t kBlockBytes = 34;
 
   template <int R, int T>
-  static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, __m256 (&acc)[R][T]) {
+  static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, GgmlAcc (&acc)[R][T]) {
     const int64_t nblocks = a.cols / 32;
     const uint8_t* row0 = a.w + r * a.row_bytes;
     for (int64_t b = 0; b < nblocks; ++b) {
@@ -155,8 +216,8 @@ struct Q8_0Kernel : FloatAcc {
               reinterpret_cast<const ActGroupQ8x2*>(a.xq + (t0 + j) * a.xq_stride) + b / 2;
           const int k = static_cast<int>(b % 2);
           const __m256i raw = DotU8S8(w_abs, _mm256_sign_epi8(Load256(x->q + 32 * k), w));
-          acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(raw), _mm256_set1_ps(dw * x->d[k]),
-                                      acc[i][j]);
+          acc[i][j].v = _mm256_fmadd_ps(_mm256_set1_ps(dw * x->d[k]), _mm256_cvtepi32_ps(raw),
+                                        acc[i][j].v);
         }
       }
     }
@@ -338,7 +399,7 @@ RowsKernel GetAvx2Kernel(GgmlType type) {
     case GgmlType::F16: return tiling::Rows<FloatKernel<LoadF16>>;
     case GgmlType::BF16: return tiling::Rows<FloatKernel<LoadBf16>>;
     case GgmlType::Q4_0: return tiling::Rows<Q4Kernel<false>>;
-    case GgmlType::Q4_1: return tiling::Rows<Q4Kernel<true>>;
+    case GgmlType::Q4_1: return tiling::Rows<Q4_1GgmlKernel>;
     case GgmlType::Q8_0: return tiling::Rows<Q8_0Kernel>;
     case GgmlType::Q4_K: return tiling::Rows<Q4KKernel>;
     case GgmlType::Q6_K: return tiling::Rows<Q6KKernel>;

@@ -1,7 +1,13 @@
 // AVX-512 kernels (F, BW, VL, VNNI; F16C + FMA) for F32/F16/BF16, Q4_0, Q4_1
 // and Q8_0 weights. K-quants are in kernels_avx512_k.cpp.
 //
-// Q4_0/Q4_1: four 32-value blocks per 512-bit register. Their 16-byte nibble
+// Q4_1 and Q8_0 (the SmolLM2 Q4_1 file's types) use the ggml-order kernels
+// below (Q4_1GgmlKernel, Q8_0GgmlKernel): bit-identical to llama.cpp's x86
+// vec_dot, one FMA per block and output, at some cost in speed. Q4_0 keeps
+// the faster reassociated kernel described here (llama.cpp repacks Q4_0 on
+// AVX2 machines anyway, a different order again).
+//
+// Q4_0 (and formerly Q4_1): four 32-value blocks per 512-bit register. Their 16-byte nibble
 // arrays are gathered into the four 128-bit lanes with one two-source
 // permute; low nibbles meet the activations' `lo` halves and high nibbles
 // their `hi` halves (layout kQ8x4), so one VNNI dpbusd per half yields four
@@ -44,30 +50,6 @@ using avx512::Mask32;
 struct Q4Group {
   __m512i lo, hi;  // nibbles 0..15; lane k = block k values 0..15 / 16..31
   __m256 dm;       // (d_k, m_k) at 2k, 2k + 1; Q4_0 has m_k = -8 d_k
-};
-
-// Q4_1 block = fp16 d, fp16 m, 16 bytes of nibbles = 5 dwords; four blocks
-// are dwords 0..19: a = dwords 0..15, b = dwords 16..19 (in its low lane).
-struct Q4_1Format {
-  static constexpr int64_t kBlockBytes = 20;
-  static const float* ActScales(const ActGroupQ8x4* x) { return x->ds_q4_1; }  // (d, s)
-  static Q4Group Decode(__m512i a, __m512i b) {
-    alignas(64) static const int32_t kQs[16] = {1, 2, 3, 4, 6, 7, 8, 9,
-                                                11, 12, 13, 14, 16, 17, 18, 19};
-    alignas(64) static const int32_t kDm[16] = {0, 5, 10, 15};  // (d_k, m_k) dwords
-    const __m512i qs = _mm512_permutex2var_epi32(a, _mm512_load_si512(kQs), b);
-    const __m512i dm = _mm512_permutexvar_epi32(_mm512_load_si512(kDm), a);
-    const __m512i low4 = _mm512_set1_epi8(0x0F);
-    return {_mm512_and_si512(qs, low4), _mm512_and_si512(_mm512_srli_epi16(qs, 4), low4),
-            _mm256_cvtph_ps(_mm512_castsi512_si128(dm))};
-  }
-  static Q4Group Load(const uint8_t* p) {
-    return Decode(_mm512_loadu_si512(p), _mm512_castsi128_si512(_mm_loadu_si128(
-                                             reinterpret_cast<const __m128i*>(p + 64))));
-  }
-  static Q4Group LoadTail(const uint8_t* p, int nb) {  // nb in [1, 3] blocks
-    return Decode(_mm512_maskz_loadu_epi32(Mask16(5 * nb), p), _mm512_setzero_si512());
-  }
 };
 
 // Q4_0 block = fp16 d + 16 bytes = 9 words; four blocks are words 0..35:
@@ -208,6 +190,145 @@ struct Q8_0Kernel : avx512::FloatAcc {
   }
 };
 
+// ---------------------------------------------------------------------------
+// ggml-order kernels for Q4_1 (x Q8_1) and Q8_0 (x Q8_0): bit-identical to
+// llama.cpp's CPU vec_dot (ggml-cpu/arch/x86/quants.c, the __AVX2__ branch
+// that x86 builds run with or without AVX-512; credit: ggml). For one weight
+// row against one activation row ggml keeps eight fp32 lanes, lane p holding
+// the int32 dot of values 4p..4p+3 of each block:
+//   acc[p] = fma(fp16(d_w) * fp16(d_x), float(isum_p(block)), acc[p]),
+// block after block, then hsum_float_8(acc) = ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)),
+// and Q4_1 adds a scalar chain summs = fma(fp16(m_w), fp16(s_x), summs)
+// (contracted by the compiler: checked in the disassembly of the library
+// llama-cpp-python builds) after the horizontal sum. We compute the same
+// integer lane sums with 512-bit VNNI over several blocks at once, then feed
+// them to the 8-lane chain in block order.
+struct GgmlAcc {
+  __m256 v;
+  __m128 s;  // summs in lane 0 (Q4_1)
+};
+
+// hsum_float_8 of ggml (x86 quants.c), then + summs.
+inline float GgmlSum(const GgmlAcc& a) {
+  __m128 r = _mm_add_ps(_mm256_extractf128_ps(a.v, 1), _mm256_castps256_ps128(a.v));
+  r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+  r = _mm_add_ss(r, _mm_movehdup_ps(r));
+  return _mm_cvtss_f32(_mm_add_ss(r, a.s));
+}
+
+struct GgmlAccPolicy {
+  using Acc = GgmlAcc;
+  static GgmlAcc Zero() { return {_mm256_setzero_ps(), _mm_setzero_ps()}; }
+  static float Sum(const GgmlAcc& a) { return GgmlSum(a); }
+  static void Sum4(const GgmlAcc& a, const GgmlAcc& b, const GgmlAcc& c, const GgmlAcc& d, float* out) {
+    out[0] = GgmlSum(a);
+    out[1] = GgmlSum(b);
+    out[2] = GgmlSum(c);
+    out[3] = GgmlSum(d);
+  }
+};
+
+// Q4_1 against layout kQ8x2 (ggml Q8_1 blocks in value order), one block at
+// a time with 256-bit VNNI exactly like ggml's loop: 32 nibbles as [low |
+// high] against the 32 activations gives the eight lane sums directly. (On
+// Zen 4, 512-bit permutes and conversions cost two slots; this form needs one
+// shuffle per block and keeps the chain of each output one FMA per block.)
+struct Q4_1GgmlKernel : GgmlAccPolicy {
+  static constexpr int kMaxR = 2, kMaxT = 4;  // 2 x 4 x (ymm + xmm) accumulators: no spills
+  static constexpr int64_t kBlockBytes = 20;
+
+  // Two blocks (b, b + 1) of one row: 40 bytes; nibble arrays at dwords 1..4
+  // and 6..9, (d, m) at words 0, 1 and 10, 11.
+  struct Pair {
+    __m512i wq;  // 128-bit lanes: lo(b), hi(b), lo(b + 1), hi(b + 1)
+    __m128 dm;   // (d_b, d_b+1, m_b, m_b+1)
+  };
+  static Pair Decode(__m512i v) {
+    alignas(64) static const int32_t kQs[16] = {1, 2, 3, 4, 1, 2, 3, 4, 6, 7, 8, 9, 6, 7, 8, 9};
+    alignas(64) static const int16_t kDm[32] = {0, 10, 1, 11};
+    const __m512i qs = _mm512_permutexvar_epi32(_mm512_load_si512(kQs), v);
+    const __m512i nib = _mm512_and_si512(_mm512_mask_srli_epi16(qs, 0xFF00FF00u, qs, 4), _mm512_set1_epi8(0x0F));
+    const __m512i dm = _mm512_permutexvar_epi16(_mm512_load_si512(kDm), v);
+    return {nib, _mm_cvtph_ps(_mm512_castsi512_si128(dm))};
+  }
+
+  // nb = 2, or 1 for a last odd block (the upper half is then ignored).
+  static void Step(const MatmulArgs& a, const Pair& w, int64_t t, int64_t g, int nb, GgmlAcc& acc) {
+    const auto* x = reinterpret_cast<const ActGroupQ8x2*>(a.xq + t * a.xq_stride) + g;
+    const __m512 f = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w.wq, _mm512_load_si512(x->q)));
+    const __m128 dd = _mm_mul_ps(w.dm, _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(x->d))));
+    acc.v = _mm256_fmadd_ps(_mm256_broadcastss_ps(dd), _mm512_castps512_ps256(f), acc.v);
+    acc.s = _mm_fmadd_ss(_mm_movehl_ps(w.dm, w.dm), _mm_load_ss(&x->s[0]), acc.s);
+    if (nb < 2) return;
+    acc.v = _mm256_fmadd_ps(_mm256_broadcastss_ps(_mm_movehdup_ps(dd)), _mm512_extractf32x8_ps(f, 1), acc.v);
+    acc.s = _mm_fmadd_ss(_mm_shuffle_ps(w.dm, w.dm, 3), _mm_load_ss(&x->s[1]), acc.s);
+  }
+
+  template <int R, int T>
+  static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, GgmlAcc (&acc)[R][T]) {
+    const int64_t nblocks = a.cols / 32;
+    const int64_t full = nblocks / 2;
+    const uint8_t* row0 = a.w + r * a.row_bytes;
+    for (int64_t g = 0; g < full; ++g) {
+      for (int i = 0; i < R; ++i) {
+        const Pair w = Decode(_mm512_maskz_loadu_epi32(0x03FF, row0 + i * a.row_bytes + g * 2 * kBlockBytes));
+        for (int j = 0; j < T; ++j) Step(a, w, t0 + j, g, 2, acc[i][j]);
+      }
+    }
+    if (nblocks % 2 != 0) {
+      for (int i = 0; i < R; ++i) {
+        const Pair w = Decode(_mm512_maskz_loadu_epi32(0x001F, row0 + i * a.row_bytes + full * 2 * kBlockBytes));
+        for (int j = 0; j < T; ++j) Step(a, w, t0 + j, full, 1, acc[i][j]);
+      }
+    }
+  }
+};
+
+// Q8_0: two blocks per register as in Q8_0Kernel; the (w + 128) correction
+// is subtracted per ggml lane (128 * the sum of its four activations) so
+// every lane holds ggml's exact int32 sum.
+struct Q8_0GgmlKernel : GgmlAccPolicy {
+  static constexpr int kMaxR = 2, kMaxT = 4;
+
+  static void Step(const MatmulArgs& a, const Q8Group& w, int64_t t, int64_t g, int nb, GgmlAcc& acc) {
+    const auto* x = reinterpret_cast<const ActGroupQ8x2*>(a.xq + t * a.xq_stride) + g;
+    const __m512i xq = _mm512_load_si512(x->q);
+    const __m512i corr = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(static_cast<char>(0x80)), xq);
+    const __m512i raw = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w.wq, xq), corr);
+    const __m512 f = _mm512_cvtepi32_ps(raw);
+    const __m128 dx = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(x->d)));
+    const __m128 dd = _mm_mul_ps(w.d, dx);
+    acc.v = _mm256_fmadd_ps(_mm256_broadcastss_ps(dd), _mm512_castps512_ps256(f), acc.v);
+    if (nb < 2) return;
+    acc.v = _mm256_fmadd_ps(_mm256_broadcastss_ps(_mm_movehdup_ps(dd)), _mm512_extractf32x8_ps(f, 1), acc.v);
+  }
+
+  template <int R, int T>
+  static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, GgmlAcc (&acc)[R][T]) {
+    constexpr int64_t kBlockBytes = Q8_0Kernel::kBlockBytes;
+    const int64_t nblocks = a.cols / 32;
+    const int64_t full = nblocks / 2;
+    const uint8_t* row0 = a.w + r * a.row_bytes;
+    for (int64_t g = 0; g < full; ++g) {
+      for (int i = 0; i < R; ++i) {
+        const uint8_t* p = row0 + i * a.row_bytes + g * 2 * kBlockBytes;
+        int32_t last;
+        std::memcpy(&last, p + 64, sizeof last);
+        const Q8Group w =
+            Q8_0Kernel::Decode(_mm512_loadu_si512(p), _mm512_castsi128_si512(_mm_cvtsi32_si128(last)));
+        for (int j = 0; j < T; ++j) Step(a, w, t0 + j, g, 2, acc[i][j]);
+      }
+    }
+    if (nblocks % 2 != 0) {
+      for (int i = 0; i < R; ++i) {
+        const uint8_t* p = row0 + i * a.row_bytes + full * 2 * kBlockBytes;
+        const Q8Group w = Q8_0Kernel::Decode(_mm512_maskz_loadu_epi16(Mask32(17), p), _mm512_setzero_si512());
+        for (int j = 0; j < T; ++j) Step(a, w, t0 + j, full, 1, acc[i][j]);
+      }
+    }
+  }
+};
+
 // Float weights: 16 columns per step, converted to fp32 in registers.
 struct LoadF32 {
   static constexpr int kBytes = 4;
@@ -273,8 +394,8 @@ RowsKernel GetAvx512Kernel(GgmlType type) {
     case GgmlType::F16: return tiling::Rows<FloatKernel<LoadF16>>;
     case GgmlType::BF16: return tiling::Rows<FloatKernel<LoadBf16>>;
     case GgmlType::Q4_0: return tiling::Rows<Q4Kernel<Q4_0Format>>;
-    case GgmlType::Q4_1: return tiling::Rows<Q4Kernel<Q4_1Format>>;
-    case GgmlType::Q8_0: return tiling::Rows<Q8_0Kernel>;
+    case GgmlType::Q4_1: return tiling::Rows<Q4_1GgmlKernel>;
+    case GgmlType::Q8_0: return tiling::Rows<Q8_0GgmlKernel>;
     case GgmlType::Q4_K: case GgmlType::Q6_K: return GetAvx512KQuantKernel(type);
   }
   return nullptr;

@@ -4,6 +4,9 @@
 
 #include <cstring>
 
+// ggml's portable code is compiled for CPUs without FMA: no fused multiply-adds.
+#pragma GCC optimize("fp-contract=off")
+
 #include "pipeline/quant/activations.h"
 #include "pipeline/quant/blocks.h"
 #include "pipeline/quant/half.h"
@@ -24,7 +27,10 @@ float LoadF32(const uint8_t* p) {
   return v;
 }
 
-// Q4_0 / Q4_1 row . activation row (layout kQ8x4).
+// Q4_0 / Q4_1 row . activation row (layout kQ8x4). Q4_1 is ggml's portable
+// ggml_vec_dot_q4_1_q8_1_generic, operation for operation (credit: ggml):
+// sumf += (d_w d_x) * sumi + m_w s_x per block, unfused (a CPU without AVX2
+// has no FMA either; this file is compiled with fp-contract off).
 template <bool kHasMin>
 float DotQ4(const uint8_t* w, const uint8_t* xq, int64_t cols) {
   const auto* groups = reinterpret_cast<const ActGroupQ8x4*>(xq);
@@ -37,16 +43,39 @@ float DotQ4(const uint8_t* w, const uint8_t* xq, int64_t cols) {
     const uint8_t* qs = blk + (kHasMin ? 4 : 2);
     const ActGroupQ8x4& g = groups[b / 4];
     const int k = static_cast<int>(b % 4);
-    int32_t isum = 0;
+    int32_t sumi0 = 0, sumi1 = 0;
     for (int j = 0; j < 16; ++j) {
-      isum += (qs[j] & 0x0F) * g.lo[16 * k + j] + (qs[j] >> 4) * g.hi[16 * k + j];
+      sumi0 += (qs[j] & 0x0F) * g.lo[16 * k + j];
+      sumi1 += (qs[j] >> 4) * g.hi[16 * k + j];
     }
     const float* ds = kHasMin ? g.ds_q4_1 : g.ds_q4_0;  // (d_x, s_x) / (d_x, d_x * sum)
-    acc += dw * ds[2 * k] * static_cast<float>(isum) + mw * ds[2 * k + 1];
+    acc += (dw * ds[2 * k]) * static_cast<float>(sumi0 + sumi1) + mw * ds[2 * k + 1];
   }
   return acc;
 }
 
+// Q4_1 against layout kQ8x2 (ggml Q8_1 blocks in value order).
+float DotQ4_1(const uint8_t* w, const uint8_t* xq, int64_t cols) {
+  const auto* groups = reinterpret_cast<const ActGroupQ8x2*>(xq);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < cols / kQk; ++b) {
+    const uint8_t* blk = w + b * sizeof(BlockQ4_1);
+    const float dw = Fp16ToFp32(LoadU16(blk));
+    const float mw = Fp16ToFp32(LoadU16(blk + 2));
+    const uint8_t* qs = blk + 4;
+    const ActGroupQ8x2& g = groups[b / 2];
+    const int8_t* x = g.q + 32 * (b % 2);
+    int32_t sumi0 = 0, sumi1 = 0;
+    for (int j = 0; j < 16; ++j) {
+      sumi0 += (qs[j] & 0x0F) * x[j];
+      sumi1 += (qs[j] >> 4) * x[16 + j];
+    }
+    acc += (dw * g.d[b % 2]) * static_cast<float>(sumi0 + sumi1) + mw * g.s[b % 2];
+  }
+  return acc;
+}
+
+// ggml_vec_dot_q8_0_q8_0's portable loop: sumf += sumi * (d_w d_x).
 float DotQ8_0(const uint8_t* w, const uint8_t* xq, int64_t cols) {
   const auto* groups = reinterpret_cast<const ActGroupQ8x2*>(xq);
   float acc = 0.0f;
@@ -57,7 +86,7 @@ float DotQ8_0(const uint8_t* w, const uint8_t* xq, int64_t cols) {
     const int k = static_cast<int>(b % 2);
     int32_t isum = 0;
     for (int j = 0; j < kQk; ++j) isum += blk.qs[j] * g.q[32 * k + j];
-    acc += Fp16ToFp32(blk.d) * g.d[k] * static_cast<float>(isum);
+    acc += static_cast<float>(isum) * (Fp16ToFp32(blk.d) * g.d[k]);
   }
   return acc;
 }
@@ -155,7 +184,7 @@ RowsKernel GetScalarKernel(GgmlType type) {
     case GgmlType::F16: return FloatRows<WeightF16>;
     case GgmlType::BF16: return FloatRows<WeightBf16>;
     case GgmlType::Q4_0: return QuantRows<DotQ4<false>>;
-    case GgmlType::Q4_1: return QuantRows<DotQ4<true>>;
+    case GgmlType::Q4_1: return QuantRows<DotQ4_1>;
     case GgmlType::Q8_0: return QuantRows<DotQ8_0>;
     case GgmlType::Q4_K: return QuantRows<DotQ4K>;
     case GgmlType::Q6_K: return QuantRows<DotQ6K>;

@@ -104,6 +104,7 @@ std::vector<uint8_t> ExpectedRow(ActLayout layout, const float* x, int64_t cols)
         const int k = static_cast<int>(b % 2);
         std::memcpy(g.q + 32 * k, r.q, 32);
         g.d[k] = r.d;
+        g.s[k] = r.s;
         g.corr[k] = 128 * r.sum;
       }
     }

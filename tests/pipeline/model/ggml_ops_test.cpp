@@ -1,0 +1,171 @@
+// ggml's fp32 formulas that cpu_ops reproduces for bit-exact agreement with
+// llama.cpp's one-token path: the SIMD exp approximation (ggml_v_expf), SiLU
+// built on it, ggml_vec_dot_f16's reduction order and the softmax sum. Each is
+// checked against a scalar spelling of ggml's algorithm (std::fma for fused
+// steps) and against hand-computed values.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "pipeline/model/cpu_ops.h"
+#include "pipeline/quant/half.h"
+
+namespace troupe {
+namespace {
+
+uint32_t Bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+// ggml_v_expf for one lane, in the variant this build uses.
+float ExpReference(float x) {
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+  const float r = 0x1.8p23f;
+  const float z = std::fma(x, 0x1.715476p+0f, r);
+  const float n = z - r;
+  const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
+  const float u = b * b;
+  const float j = std::fma(std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
+                                    std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
+                           u, std::fma(0x1.ffffecp-1f, b, 1.0f));
+  if (std::fabs(n) > 192) return n <= 0 ? 0.0f : INFINITY;
+  return std::ldexp(j, static_cast<int>(n));  // vscalefps: j * 2^n, one rounding
+#elif defined(__AVX2__) && defined(__FMA__)
+  const float r = 0x1.8p23f;
+  const float z = std::fma(x, 0x1.715476p+0f, r);
+  const float n = z - r;
+  const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
+  const float u = b * b;
+  const float j = std::fma(std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
+                                    std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
+                           u, 0x1.ffffecp-1f * b);
+  if (std::fabs(n) > 192) return n <= 0 ? 0.0f : INFINITY;
+  // (126 < |n| <= 192 takes ggml's two-step scaling; not compared bitwise.)
+  const float k = std::ldexp(1.0f, static_cast<int>(n));
+  return std::fma(j, k, k);
+#else
+  return std::exp(x);
+#endif
+}
+
+TEST(GgmlOps, ExpMatchesGgmlAlgorithmAndStaysNearExp) {
+  std::vector<float> x;
+  for (float v = -100.0f; v <= 88.0f; v += 0.0137f) x.push_back(v);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> small(-20.0f, 0.0f);  // softmax inputs are <= 0
+  for (int i = 0; i < 10000; ++i) x.push_back(small(rng));
+  std::vector<float> y(x.size());
+  GgmlExp(x.data(), y.data(), static_cast<int64_t>(x.size()));
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float want = ExpReference(x[i]);
+    if (std::fabs(static_cast<int>(std::lround(x[i] * 1.4426950f))) <= 126) {
+      ASSERT_EQ(Bits(y[i]), Bits(want)) << "x = " << x[i];
+    }
+    // Within ggml's stated bound (1.45 + 0.5 ulp) of the true value.
+    const double exact = std::exp(static_cast<double>(x[i]));
+    if (exact > 1e-37 && exact < 1e38) {
+      const double ulp = std::ldexp(1.0, std::ilogb(static_cast<float>(exact)) - 23);
+      ASSERT_LE(std::fabs(y[i] - exact), 2.5 * ulp) << "x = " << x[i];
+    }
+  }
+}
+
+TEST(GgmlOps, ExpHandValues) {
+  const float x[] = {0.0f, -0.0f, 1.0f, -1.0f, 89.0f, -105.0f, -INFINITY, INFINITY};
+  float y[8];
+  GgmlExp(x, y, 8);
+  EXPECT_EQ(y[0], 1.0f);
+  EXPECT_EQ(y[1], 1.0f);
+  EXPECT_NEAR(y[2], 2.7182817f, 3e-7f);
+  EXPECT_NEAR(y[3], 0.36787945f, 6e-8f);
+  EXPECT_EQ(y[4], INFINITY);  // flushes above 88.38
+  EXPECT_EQ(y[5], 0.0f);      // and below -103.97
+  EXPECT_EQ(y[6], 0.0f);      // masked attention cells: exactly zero weight
+  EXPECT_EQ(y[7], INFINITY);
+}
+
+TEST(GgmlOps, SiluMulIsXOverOnePlusExpTimesUp) {
+  // 37 values: two full SIMD blocks and a scalar tail (expf) on AVX-512,
+  // four blocks and a tail on AVX2.
+  std::vector<float> g(37), up(37);
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  for (int i = 0; i < 37; ++i) g[i] = normal(rng), up[i] = normal(rng);
+  std::vector<float> out = g;
+  SiluMul(out.data(), up.data(), 37);
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+  const int simd = 32;
+#elif defined(__AVX2__) && defined(__FMA__)
+  const int simd = 32;
+#else
+  const int simd = 0;
+#endif
+  for (int i = 0; i < 37; ++i) {
+    const float neg = 0.0f - g[i];
+    float e;
+    if (i < simd) {
+      GgmlExp(&neg, &e, 1);
+    } else {
+      e = std::exp(-g[i]);
+    }
+    const float want = g[i] / (1.0f + e) * up[i];
+    EXPECT_EQ(Bits(out[i]), Bits(want)) << i << " g " << g[i] << " e " << e << " up " << up[i];
+  }
+}
+
+TEST(GgmlOps, DotF16ReductionOrder) {
+  // 64 fp16 values: products x_i y_i are exact in fp32. 2^24 at i = 0, ones at
+  // i = 16, 32, 48. ggml's SIMD accumulators add lane 0 of i = 0 and 32 first
+  // (fl(2^24 + 1) = 2^24, ties to even), then the pair at 16 and 48 (2):
+  // 2^24 + 2. A sequential double sum would give 2^24 + 3 -> 2^24 + 4.
+  std::vector<uint16_t> x(65, Fp32ToFp16(0.0f)), y(65, Fp32ToFp16(0.0f));
+  x[0] = y[0] = Fp32ToFp16(4096.0f);
+  for (int i : {16, 32, 48}) x[i] = y[i] = Fp32ToFp16(1.0f);
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+  EXPECT_EQ(GgmlDotF16(x.data(), y.data(), 64), 16777218.0f);
+#else
+  EXPECT_EQ(GgmlDotF16(x.data(), y.data(), 64), 16777220.0f);
+#endif
+  // Values past the last whole step are added in double: 2^24 + 2 + 1 rounds
+  // to 2^24 + 4 only at the end.
+  x[64] = y[64] = Fp32ToFp16(1.0f);
+  EXPECT_EQ(GgmlDotF16(x.data(), y.data(), 65), 16777220.0f);
+  // Zero-length and small dots.
+  EXPECT_EQ(GgmlDotF16(x.data(), y.data(), 0), 0.0f);
+  EXPECT_EQ(GgmlDotF16(x.data() + 16, y.data() + 16, 1), 1.0f);
+}
+
+TEST(GgmlOps, SoftMaxSumIsBlockwise) {
+  // exp values stored = GgmlExp(x - max); the sum is accumulated in double
+  // per SIMD block of 16 (AVX-512) / 8 (AVX2) values, each block summed in
+  // fp32 first: with 1 + 15 x 2^-24 in one block the fp32 block sum is
+  // different from the exact double sum.
+  std::vector<float> x(16, -INFINITY), e(16);
+  x[0] = 0.0f;
+  const float tiny = std::log(0x1p-24f);
+  for (int i = 1; i < 16; ++i) x[i] = tiny;
+  const double sum = GgmlSoftMaxExp(x.data(), 0.0f, e.data(), 16);
+  std::vector<float> want(16);
+  std::vector<float> shifted(16);
+  for (int i = 0; i < 16; ++i) shifted[i] = x[i] - 0.0f;
+  GgmlExp(shifted.data(), want.data(), 16);
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(Bits(e[i]), Bits(want[i])) << i;
+  double exact = 0;
+  for (float v : want) exact += v;
+#if defined(__AVX512F__) && defined(__AVX512DQ__) || (defined(__AVX2__) && defined(__FMA__))
+  EXPECT_NE(sum, exact);  // fp32 block sums lose the tiny terms
+  EXPECT_LT(sum, exact);
+#else
+  EXPECT_EQ(sum, exact);
+#endif
+}
+
+}  // namespace
+}  // namespace troupe
