@@ -16,6 +16,7 @@
 
 #include "pipeline/quant/activations.h"
 #include "pipeline/quant/blocks.h"
+#include "pipeline/quant/ggml_acc.h"
 #include "pipeline/quant/tile_driver.h"
 #endif
 
@@ -136,33 +137,8 @@ struct Q4Kernel : FloatAcc {
   }
 };
 
-// ggml-order accumulator (see kernels_avx512.cpp): eight fp32 lanes plus
-// Q4_1's scalar summs chain, summed as ggml's hsum_float_8 (x86 quants.c)
-// + summs. Q4_1 and Q8_0 use it so that they compute llama.cpp's
-// ggml_vec_dot_q4_1_q8_1 / ggml_vec_dot_q8_0_q8_0 (__AVX2__ branch) bit for bit.
-struct GgmlAcc {
-  __m256 v;
-  __m128 s;
-};
-
-inline float GgmlSum(const GgmlAcc& a) {
-  __m128 r = _mm_add_ps(_mm256_extractf128_ps(a.v, 1), _mm256_castps256_ps128(a.v));
-  r = _mm_add_ps(r, _mm_movehl_ps(r, r));
-  r = _mm_add_ss(r, _mm_movehdup_ps(r));
-  return _mm_cvtss_f32(_mm_add_ss(r, a.s));
-}
-
-struct GgmlAccPolicy {
-  using Acc = GgmlAcc;
-  static GgmlAcc Zero() { return {_mm256_setzero_ps(), _mm_setzero_ps()}; }
-  static float Sum(const GgmlAcc& a) { return GgmlSum(a); }
-  static void Sum4(const GgmlAcc& a, const GgmlAcc& b, const GgmlAcc& c, const GgmlAcc& d, float* out) {
-    out[0] = GgmlSum(a);
-    out[1] = GgmlSum(b);
-    out[2] = GgmlSum(c);
-    out[3] = GgmlSum(d);
-  }
-};
+// Q4_1 and Q8_0 below accumulate in ggml's order (GgmlAccPolicy,
+// pipeline/quant/ggml_acc.h) to compute llama.cpp's vec_dot bit for bit.
 
 // Q4_1 x Q8_1 as ggml's AVX2 loop, one block at a time: 32 nibbles as
 // [low nibbles | high nibbles] (bytes_from_nibbles_32) against the block's

@@ -35,6 +35,7 @@
 
 #include "pipeline/quant/activations.h"
 #include "pipeline/quant/avx512_util.h"
+#include "pipeline/quant/ggml_acc.h"
 #include "pipeline/quant/tile_driver.h"
 #endif
 
@@ -202,31 +203,7 @@ struct Q8_0Kernel : avx512::FloatAcc {
 // (contracted by the compiler: checked in the disassembly of the library
 // llama-cpp-python builds) after the horizontal sum. We compute the same
 // integer lane sums with 512-bit VNNI over several blocks at once, then feed
-// them to the 8-lane chain in block order.
-struct GgmlAcc {
-  __m256 v;
-  __m128 s;  // summs in lane 0 (Q4_1)
-};
-
-// hsum_float_8 of ggml (x86 quants.c), then + summs.
-inline float GgmlSum(const GgmlAcc& a) {
-  __m128 r = _mm_add_ps(_mm256_extractf128_ps(a.v, 1), _mm256_castps256_ps128(a.v));
-  r = _mm_add_ps(r, _mm_movehl_ps(r, r));
-  r = _mm_add_ss(r, _mm_movehdup_ps(r));
-  return _mm_cvtss_f32(_mm_add_ss(r, a.s));
-}
-
-struct GgmlAccPolicy {
-  using Acc = GgmlAcc;
-  static GgmlAcc Zero() { return {_mm256_setzero_ps(), _mm_setzero_ps()}; }
-  static float Sum(const GgmlAcc& a) { return GgmlSum(a); }
-  static void Sum4(const GgmlAcc& a, const GgmlAcc& b, const GgmlAcc& c, const GgmlAcc& d, float* out) {
-    out[0] = GgmlSum(a);
-    out[1] = GgmlSum(b);
-    out[2] = GgmlSum(c);
-    out[3] = GgmlSum(d);
-  }
-};
+// them to the 8-lane chain in block order (GgmlAccPolicy: ggml_acc.h).
 
 // Q4_1 against layout kQ8x2 (ggml Q8_1 blocks in value order), one block at
 // a time with 256-bit VNNI exactly like ggml's loop: 32 nibbles as [low |
