@@ -319,7 +319,7 @@ class SchedulerActor : public StageActor {
     env.mutable_error()->set_job_id(job.job_id);
     env.mutable_error()->set_session_id(session_id);
     Reply(job.client, std::move(env));
-    if (job.running) send(ctx_->sampler, SessionDrop{session_id});
+    if (job.running || job.resume) send(ctx_->sampler, SessionDrop{session_id});  // the sampler holds it
     Close(session_id, error.code() == v1::CANCELLED ? "cancelled" : "failed");
   }
 
@@ -327,17 +327,23 @@ class SchedulerActor : public StageActor {
   void Close(uint64_t session_id, const std::string& reason) {
     auto it = jobs_.find(session_id);
     if (it == jobs_.end()) return;
-    for (const v1::RouteHop& hop : it->second.route) {
-      if (hop.stage() != v1::STAGE_SHARD) continue;
-      v1::Envelope env = NewEnvelope();
-      env.mutable_session_close()->set_session_id(session_id);
-      env.mutable_session_close()->set_reason(reason);
-      Sent(sender_.ToNode(hop.node_id(), hop.endpoint(), std::move(env)));
-    }
+    CloseOnShards(it->second, reason);
     job_sessions_.erase(it->second.job_id);
     jobs_.erase(it);
     ctx_->counters.sessions_open = jobs_.size();
     DispatchQueued();  // the cache it held may be what a queued job waits for
+  }
+
+  // Sends SessionClose for the job's current session to the shards of its
+  // route (but `skip`, a node known to be gone).
+  void CloseOnShards(const Job& job, const std::string& reason, const std::string& skip = "") {
+    for (const v1::RouteHop& hop : job.route) {
+      if (hop.stage() != v1::STAGE_SHARD || hop.node_id() == skip) continue;
+      v1::Envelope env = NewEnvelope();
+      env.mutable_session_close()->set_session_id(job.session_id);
+      env.mutable_session_close()->set_reason(reason);
+      Sent(sender_.ToNode(hop.node_id(), hop.endpoint(), std::move(env)));
+    }
   }
 
   // ---------------------------------------------------------------- queue
@@ -347,13 +353,7 @@ class SchedulerActor : public StageActor {
   // next try (on every close and tick; replicas take turns on each try).
   void Enqueue(Job& job, const v1::Error& why) {
     const auto now = Clock::now();
-    for (const v1::RouteHop& hop : job.route) {
-      if (hop.stage() != v1::STAGE_SHARD) continue;
-      v1::Envelope env = NewEnvelope();
-      env.mutable_session_close()->set_session_id(job.session_id);
-      env.mutable_session_close()->set_reason("queued");
-      Sent(sender_.ToNode(hop.node_id(), hop.endpoint(), std::move(env)));
-    }
+    CloseOnShards(job, "queued");
     job.queued = true;
     job.waiting.clear();
     if (job.queued_since == Clock::time_point()) {
@@ -383,17 +383,18 @@ class SchedulerActor : public StageActor {
       if (!job.queued) return;  // one try at a time
       if (!oldest || job.queued_since < oldest->queued_since) oldest = &job;
     }
-    if (oldest) Dispatch(oldest->session_id);
+    if (oldest) Dispatch(oldest->session_id, v1::NO_ROUTE, "");
   }
 
   // Sends job `sid` (queued, or rerouted) down a fresh route as a new session;
-  // answers from its earlier rounds then name a session that is gone.
-  void Dispatch(uint64_t sid) {
+  // answers from its earlier rounds then name a session that is gone. With no
+  // route the job fails with `code`, its message prefixed by `why`.
+  void Dispatch(uint64_t sid, v1::ErrorCode code, const std::string& why) {
     auto it = jobs_.find(sid);
     if (it == jobs_.end()) return;
     Result<std::vector<Span>> spans = registry_.Route(ctx_->source->config().n_layers, Clock::now());
     if (!spans.ok()) {
-      return Fail(sid, ErrorEnvelope(v1::NO_ROUTE, spans.status().message(), ctx_->node_id, sid).error());
+      return Fail(sid, ErrorEnvelope(code, why + spans.status().message(), ctx_->node_id, sid).error());
     }
     Job job = std::move(it->second);
     jobs_.erase(it);
@@ -458,26 +459,14 @@ class SchedulerActor : public StageActor {
                                                           " route changes already)", ctx_->node_id, sid)
                            .error());
     }
-    Result<std::vector<Span>> spans = registry_.Route(ctx_->source->config().n_layers, Clock::now());
-    if (!spans.ok()) {
-      return Fail(sid, ErrorEnvelope(v1::UNAVAILABLE, lost + " and no other node can take its place: " +
-                                                          spans.status().message(), ctx_->node_id, sid)
-                           .error());
-    }
     Job& job = it->second;
-    for (const v1::RouteHop& hop : job.route) {
-      if (hop.stage() != v1::STAGE_SHARD || hop.node_id() == dead) continue;
-      v1::Envelope env = NewEnvelope();
-      env.mutable_session_close()->set_session_id(sid);
-      env.mutable_session_close()->set_reason("rerouted");
-      Sent(sender_.ToNode(hop.node_id(), hop.endpoint(), std::move(env)));
-    }
+    CloseOnShards(job, "rerouted", dead);
     job.resume = job.running || job.resume;  // the sampler holds it (under `sid`)
     job.running = false;
     job.reroutes++;
     std::cerr << "troupe node " << ctx_->node_id << ": " << lost << "; job " << job.job_id
               << " goes on over another route" << std::endl;
-    Dispatch(sid);
+    Dispatch(sid, v1::UNAVAILABLE, lost + " and no other node can take its place: ");
   }
 
   void StatusOf(const Origin& from, uint64_t request_id, uint64_t job_id) {
