@@ -114,30 +114,11 @@ Result<std::unique_ptr<JobClient>> JobClient::Connect(const JobClientOptions& op
 }
 
 Result<v1::Finish> JobClient::Run(const v1::JobSubmit& job, const std::function<void(const v1::Token&)>& on_token) {
-  Impl& m = *impl_;
-  const uint64_t request = m.next_request++;
-  v1::Envelope env = NewEnvelope(request);
-  *env.mutable_job_submit() = job;
-  TROUPE_RETURN_IF_ERROR(m.Send(env));
-  int timeout = m.options.first_reply_ms;
+  TROUPE_RETURN_IF_ERROR(Submit(job).status());
   while (true) {
-    TROUPE_ASSIGN_OR_RETURN(v1::Envelope answer, m.Receive(request, timeout));
-    timeout = m.options.idle_ms;
-    switch (answer.body_case()) {
-      case v1::Envelope::kJobStatus:
-        if (answer.job_status().state() == v1::JOB_FAILED) return ErrorStatus(answer.job_status().error());
-        break;
-      case v1::Envelope::kToken:
-        if (on_token) on_token(answer.token());
-        break;
-      case v1::Envelope::kFinish:
-        if (answer.finish().reason() == v1::FINISH_ERROR) return ErrorStatus(answer.finish().error());
-        return answer.finish();
-      case v1::Envelope::kError:
-        return ErrorStatus(answer.error());
-      default:
-        break;
-    }
+    TROUPE_ASSIGN_OR_RETURN(Event ev, Next(nullptr));
+    if (ev.has_finish) return std::move(ev.finish);
+    if (ev.has_token && on_token) on_token(ev.token);
   }
 }
 

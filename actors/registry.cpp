@@ -42,11 +42,11 @@ std::vector<ShardEntry> Registry::Live(std::chrono::steady_clock::time_point now
   return out;
 }
 
-Result<std::vector<Span>> Registry::Route(int64_t n_layers, std::chrono::steady_clock::time_point now) {
-  std::vector<Span> route;
+Result<std::vector<std::vector<const ShardEntry*>>> Registry::Spans(
+    int64_t n_layers, std::chrono::steady_clock::time_point now) const {
+  std::vector<std::vector<const ShardEntry*>> spans;
   int64_t layer = 0;
   while (layer < n_layers) {
-    // The candidates starting here that reach furthest (replicas of one span).
     std::vector<const ShardEntry*> best;
     int64_t reach = layer;
     for (const auto& [id, e] : nodes_) {
@@ -61,24 +61,24 @@ Result<std::vector<Span>> Registry::Route(int64_t n_layers, std::chrono::steady_
       return Status::NotFound("no shard serves layer " + std::to_string(layer) + " of " +
                               std::to_string(n_layers));
     }
-    const ShardEntry& pick = *best[turn_[layer]++ % best.size()];
-    route.push_back(Span{pick.node_id, pick.endpoint, pick.layer_begin, pick.layer_end});
+    spans.push_back(std::move(best));
     layer = reach;
+  }
+  return spans;
+}
+
+Result<std::vector<Span>> Registry::Route(int64_t n_layers, std::chrono::steady_clock::time_point now) {
+  TROUPE_ASSIGN_OR_RETURN(auto spans, Spans(n_layers, now));
+  std::vector<Span> route;
+  for (const auto& replicas : spans) {
+    const ShardEntry& pick = *replicas[turn_[replicas.front()->layer_begin]++ % replicas.size()];
+    route.push_back(Span{pick.node_id, pick.endpoint, pick.layer_begin, pick.layer_end});
   }
   return route;
 }
 
 bool Registry::Routable(int64_t n_layers, std::chrono::steady_clock::time_point now) const {
-  int64_t layer = 0;
-  while (layer < n_layers) {
-    int64_t reach = layer;
-    for (const auto& [id, e] : nodes_) {
-      if (e.layer_begin == layer && Alive(e, now) && e.layer_end <= n_layers) reach = std::max(reach, e.layer_end);
-    }
-    if (reach == layer) return false;
-    layer = reach;
-  }
-  return true;
+  return Spans(n_layers, now).ok();
 }
 
 }  // namespace troupe::actors

@@ -67,6 +67,11 @@ class Registry {
 
  private:
   bool Alive(const ShardEntry& e, std::chrono::steady_clock::time_point now) const;
+  // The spans of a route through [0, n_layers), each as its replicas: at
+  // each layer the live nodes starting there that reach furthest. NotFound
+  // naming the first layer no live node serves.
+  Result<std::vector<std::vector<const ShardEntry*>>> Spans(int64_t n_layers,
+                                                            std::chrono::steady_clock::time_point now) const;
   std::chrono::milliseconds ttl_;
   std::map<std::string, ShardEntry> nodes_;
   std::map<int64_t, uint64_t> turn_;  // round-robin counter per span start
