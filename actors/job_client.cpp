@@ -10,6 +10,7 @@
 #include "messages/envelope_codec.h"
 #include "messages/protocol.h"
 #include "messages/wire_error.h"
+#include "pipeline/text/stream_decoder.h"
 #include "transport/keys.h"
 #include "transport/link.h"
 #include "transport/security.h"
@@ -134,9 +135,26 @@ Result<v1::MetricsSnapshot> JobClient::Metrics() {
   return answer.metrics_snapshot();
 }
 
+// Protobuf `string` fields must hold UTF-8 (a receiver drops the whole
+// message otherwise): refuse such a job here, naming the field.
+static Status CheckUtf8(const v1::JobSubmit& job) {
+  auto check = [](const std::string& s, const std::string& what) {
+    return IsValidUtf8(s) ? Status::Ok() : Status::InvalidArgument(what + " is not valid UTF-8");
+  };
+  TROUPE_RETURN_IF_ERROR(check(job.prompt(), "the prompt"));
+  TROUPE_RETURN_IF_ERROR(check(job.system(), "the system message"));
+  for (int i = 0; i < job.chat_size(); ++i) {
+    TROUPE_RETURN_IF_ERROR(check(job.chat(i).role(), "chat message " + std::to_string(i) + "'s role"));
+    TROUPE_RETURN_IF_ERROR(check(job.chat(i).content(), "chat message " + std::to_string(i)));
+  }
+  for (const std::string& stop : job.sampling().stop()) TROUPE_RETURN_IF_ERROR(check(stop, "a stop string"));
+  return Status::Ok();
+}
+
 Result<uint64_t> JobClient::Submit(const v1::JobSubmit& job) {
   Impl& m = *impl_;
   if (m.job_running) return Status::Internal("a job is running on this client already");
+  TROUPE_RETURN_IF_ERROR(CheckUtf8(job));
   m.job_request = m.next_request++;
   m.job_id = 0;
   v1::Envelope env = NewEnvelope(m.job_request);
