@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <ctime>
@@ -9,7 +10,10 @@
 #include <random>
 #include <sstream>
 
+#include "http/connection_pool.h"
 #include "http/openai_api.h"
+#include "http/peer_watch.h"
+#include "http/socket_lookup.h"
 
 namespace troupe::http {
 namespace {
@@ -79,11 +83,16 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions options)
   std::unique_ptr<HttpServer> s(new HttpServer(std::move(options)));
   s->server_ = std::make_unique<httplib::Server>();
   httplib::Server& srv = *s->server_;
-  const size_t threads = static_cast<size_t>(std::max(2, s->options_.threads));
-  srv.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  HttpServer* self = s.get();
+  srv.new_task_queue = [self] {
+    auto* pool = new ConnectionPool(self->options_.max_connections, self->options_.max_connections_per_client);
+    self->pool_ = pool;
+    return pool;
+  };
   srv.set_payload_max_length(s->options_.max_body_bytes);
   srv.set_keep_alive_timeout(5);
-  srv.set_read_timeout(30, 0);
+  const int read_ms = std::max(1, s->options_.read_timeout_ms);
+  srv.set_read_timeout(read_ms / 1000, (read_ms % 1000) * 1000);
   srv.set_write_timeout(30, 0);
   s->Routes();
   const HttpServerOptions& o = s->options_;
@@ -98,6 +107,11 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions options)
     return Status::IoError("cannot listen for HTTP on " + o.host + ":" + std::to_string(o.port) +
                            " (address in use or not local?)");
   }
+  // cpp-httplib listens with a backlog of 5: a burst of connections while the
+  // listener thread waits for a core overflows it, and the kernel drops SYNs
+  // (the client retries after 1 s). Listening again only raises the backlog.
+  const int listener = FindListeningSocket(port);
+  if (listener >= 0) ::listen(listener, SOMAXCONN);
   s->port_ = port;
   httplib::Server* raw = s->server_.get();
   s->thread_ = std::thread([raw] { raw->listen_after_bind(); });
@@ -112,11 +126,27 @@ void HttpServer::Stop() {
   Drain();
   if (server_) server_->stop();
   if (thread_.joinable()) thread_.join();
+  pool_ = nullptr;  // destroyed by the listener on its way out
   server_.reset();
 }
 
 void HttpServer::Routes() {
   httplib::Server& srv = *server_;
+
+  // Before a request's body is read: bound the connections of one client.
+  srv.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    ConnectionPool* pool = pool_.load();
+    if (!pool || pool->Admit(req.remote_addr)) return httplib::Server::HandlerResponse::Unhandled;
+    ApiError e;
+    e.status = 429;
+    e.type = "rate_limit_error";
+    e.code = "too_many_connections";
+    e.message = "too many open connections from " + req.remote_addr + " (at most " +
+                std::to_string(options_.max_connections_per_client) + ")";
+    SendError(res, e);
+    res.set_header("Connection", "close");
+    return httplib::Server::HandlerResponse::Handled;
+  });
 
   srv.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req,
                                                                        httplib::Response& res) {
@@ -200,9 +230,14 @@ void HttpServer::Routes() {
       };
 
       if (!parsed.stream) {
+        // Nothing is written until the answer is done: watch the socket to
+        // notice a client that leaves meanwhile, and cancel its job.
+        std::optional<PeerWatch> peer = PeerWatch::Find(req.local_addr, req.local_port, req.remote_addr,
+                                                        req.remote_port);
+        auto left = [this, &peer] { return draining_.load() || (peer && peer->Gone()); };
         std::string text;
         while (true) {
-          auto ev = backend->Next(draining);
+          auto ev = backend->Next(left);
           if (!ev.ok()) return SendError(res, failed(ev.status()));
           if (ev->has_token) text += ev->token.text();
           if (ev->has_finish) return SendJson(res, 200, CompletionResponse(kind, meta, text, ev->finish));

@@ -25,8 +25,17 @@
 // max_body_bytes, 503 cluster cannot serve (NO_ROUTE, UNAVAILABLE, draining),
 // 500 otherwise. Bad input never stops the server.
 //
-// Threads: cpp-httplib's listener thread plus a pool of `threads` workers
-// (one per open connection). Start/Drain/Stop from one thread.
+// Connections: each open connection has a worker thread of its own
+// (http/connection_pool.h), so idle or slow clients never hold up the rest;
+// a connection that sends nothing for `read_timeout_ms` (while the server
+// waits for a request head or body) is closed; one client address holds at
+// most `max_connections_per_client` connections, past which a request gets
+// 429 and its connection is closed. A non-streaming request whose client
+// closes its connection has its job cancelled, as a stream's does
+// (http/peer_watch.h).
+//
+// Threads: cpp-httplib's listener thread plus up to `max_connections`
+// workers. Start/Drain/Stop from one thread.
 #pragma once
 
 #include <atomic>
@@ -43,6 +52,8 @@ class Server;
 }
 
 namespace troupe::http {
+
+class ConnectionPool;
 
 // One job at a time (see actors::JobClient); dropping it ends its job.
 class JobBackend {
@@ -71,7 +82,9 @@ struct HttpServerOptions {
   std::string model_id;              // what /v1/models lists and responses name
   std::string node_id = "head";      // the gauge "<node_id>/route_ready" decides /health
   size_t max_body_bytes = size_t{4} << 20;
-  int threads = 32;
+  size_t max_connections = 1024;           // worker threads; more connections wait for one
+  size_t max_connections_per_client = 256; // per remote address
+  int read_timeout_ms = 10000;             // silence while reading a request before the connection closes
   BackendFactory connect;
 };
 
@@ -99,6 +112,7 @@ class HttpServer {
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   std::atomic<bool> draining_{false};
+  std::atomic<ConnectionPool*> pool_{nullptr};  // set when the listener starts
   int port_ = 0;
   bool stopped_ = false;
 };

@@ -101,10 +101,6 @@ std::optional<ApiError> ReadBool(const json& body, const char* key, bool* out) {
 
 // A string content, or a list of {type: "text", text} parts joined.
 std::optional<ApiError> ReadContent(const json& v, const std::string& param, std::string* out) {
-  if (v.is_null()) {
-    out->clear();
-    return std::nullopt;
-  }
   if (v.is_string()) {
     *out = v.get<std::string>();
     return std::nullopt;
@@ -145,10 +141,14 @@ std::optional<ApiError> ParseMessages(const json& body, v1::JobSubmit* job) {
     if (m.contains("tool_calls") && !m["tool_calls"].is_null() && !m["tool_calls"].empty()) {
       return Unsupported(param + ".tool_calls", "tool calls are not supported");
     }
+    // As OpenAI: only an assistant turn may have no content (or null).
     std::string content;
     auto c = m.find("content");
-    if (c == m.end()) {
-      if (r != "assistant") return Invalid(param + ".content", "is required", "missing_required_parameter");
+    if (c == m.end() || c->is_null()) {
+      if (r != "assistant") {
+        return Invalid(param + ".content", c == m.end() ? "is required" : "must not be null for role '" + r + "'",
+                       "missing_required_parameter");
+      }
     } else if (auto err = ReadContent(*c, param + ".content", &content)) {
       return err;
     }

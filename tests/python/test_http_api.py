@@ -103,6 +103,24 @@ def assert_error(port, path, obj, status, *words):
     return err
 
 
+def gguf_token_bytes():
+    """Each token id's raw bytes, read from the GGUF vocabulary (GPT-2 byte-unicode form) by hand."""
+    gguf = pytest.importorskip("gguf")
+    reader = gguf.GGUFReader(str(DEFAULT_MODEL))
+    field = reader.fields["tokenizer.ggml.tokens"]
+    tokens = [bytes(field.parts[i]).decode() for i in field.data]
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    decoder = {chr(c): b for b, c in zip(bs, cs)}
+    return [bytes(decoder[ch] for ch in t) if all(ch in decoder for ch in t) else t.encode() for t in tokens]
+
+
 def shard_cache_bytes(cluster):
     p = run("status", "--endpoint", cluster.endpoint, "--json")
     assert p.returncode == 0, p.stderr
@@ -298,6 +316,11 @@ def test_bad_requests_get_400_naming_the_problem(port, client):
     assert_error(port, ch, {"messages": "hi"}, 400, "messages")
     assert_error(port, ch, {"messages": [{"role": "wizard", "content": "hi"}]}, 400, "role")
     assert_error(port, ch, {"messages": [{"role": "user", "content": 7}]}, 400, "content")
+    # As OpenAI: null content only for an assistant turn.
+    assert_error(port, ch, {"messages": [{"role": "user", "content": None}]}, 400, "messages[0].content", "null")
+    assert_error(port, ch, {"messages": [{"role": "system", "content": None},
+                                         {"role": "user", "content": "hi"}]}, 400, "messages[0].content")
+    assert_error(port, ch, {"messages": [{"role": "user"}]}, 400, "messages[0].content", "required")
     err = assert_error(port, c, {"prompt": "hello " * 9000, "max_tokens": 4}, 400, "context")
     assert err["code"] == "context_length_exceeded"
     # The official client sees them as BadRequestError.
@@ -375,6 +398,81 @@ def test_client_that_disconnects_mid_stream_frees_its_cache(cluster, port, clien
     assert all(v == 0 for v in shard_cache_bytes(cluster).values()), shard_cache_bytes(cluster)
     # And the others are served as before.
     assert client.completions.create(model=MODEL_ID, prompt="Hi", max_tokens=2, temperature=0).choices
+
+
+def test_non_streaming_client_that_leaves_frees_its_cache(cluster, port, client):
+    """Fault found by trying it: a client that left a non-streaming request kept its job running to the end."""
+    assert all(v == 0 for v in shard_cache_bytes(cluster).values())
+    body = json.dumps({"prompt": "1, 2, 3, 4,", "max_tokens": 4000, "temperature": 0,
+                       "min_tokens": 4000}).encode()
+    s = socket.create_connection(("127.0.0.1", port), timeout=60)
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    deadline = time.time() + 30
+    while time.time() < deadline and not any(v > 0 for v in shard_cache_bytes(cluster).values()):
+        time.sleep(0.1)
+    assert any(v > 0 for v in shard_cache_bytes(cluster).values())  # the job holds cache now
+    time.sleep(0.5)
+    s.close()  # gone before the answer
+    deadline = time.time() + 15
+    while time.time() < deadline and not all(v == 0 for v in shard_cache_bytes(cluster).values()):
+        time.sleep(0.2)
+    assert all(v == 0 for v in shard_cache_bytes(cluster).values()), shard_cache_bytes(cluster)
+    assert client.completions.create(model=MODEL_ID, prompt="Hi", max_tokens=2, temperature=0).choices
+
+
+def test_two_hundred_idle_connections_do_not_stop_the_api(port, client):
+    """Fault found by trying it: 200 connections sending a request head and no body took every
+    worker, and a normal request got no answer for >= 20 s."""
+    idle = []
+    try:
+        for _ in range(200):
+            s = socket.create_connection(("127.0.0.1", port), timeout=30)
+            s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: 100\r\n\r\n")
+            idle.append(s)
+        time.sleep(0.5)
+        t0 = time.time()
+        status, _, body = request(port, "GET", "/v1/models", timeout=10)
+        assert status == 200 and time.time() - t0 < 3
+        t0 = time.time()
+        got = client.completions.create(model=MODEL_ID, prompt="Hi", max_tokens=4, temperature=0)
+        assert got.choices[0].text and time.time() - t0 < 10
+    finally:
+        for s in idle:
+            s.close()
+
+
+EMOJI_PROMPT = "Write random emoji and unicode symbols: "
+
+
+def test_sampled_unicode_answers_are_valid_text_everywhere(client):
+    """Fault found by trying it: sampled answers whose bytes never form a character failed with
+    HTTP 500 (a Token.text that was not UTF-8 made the whole message undecodable). Such bytes now
+    come out as U+FFFD, as Python's and Hugging Face's lossy decoders give them, in `generate`,
+    the job stream and HTTP alike."""
+    vocab = gguf_token_bytes()
+    replaced = 0
+    for seed in range(10):
+        p = run("generate", "--prompt", EMOJI_PROMPT, "--chat", "--temperature", "1.6", "--seed", seed,
+                "--max-tokens", "160", "--threads", THREADS, "--model", DEFAULT_MODEL, "--json")
+        assert p.returncode == 0, p.stderr
+        lines = [json.loads(l) for l in p.stdout.splitlines() if l.strip()]
+        tokens, summary = [l for l in lines if "token" in l], lines[-1]
+        want = "".join(t["text"] for t in tokens)
+        ids = [t["token"] for t in tokens]
+        if summary["finish_reason"] == "eos":
+            ids = ids[:-1]  # the end-of-generation token itself is not text
+        assert want == b"".join(vocab[i] for i in ids).decode("utf-8", "replace"), seed
+        replaced += "\ufffd" in want
+        got = client.chat.completions.create(model=MODEL_ID, messages=[{"role": "user", "content": EMOJI_PROMPT}],
+                                             temperature=1.6, seed=seed, max_tokens=160)
+        assert got.choices[0].message.content == want, seed
+        if seed < 3:
+            chunks = client.chat.completions.create(model=MODEL_ID, temperature=1.6, seed=seed, max_tokens=160,
+                                                    messages=[{"role": "user", "content": EMOJI_PROMPT}], stream=True)
+            assert "".join(c.choices[0].delta.content or "" for c in chunks) == want, seed
+    assert replaced >= 1  # the case that failed is exercised: some answer held bytes that never form a character
 
 
 def test_metrics_is_prometheus_text(port):
