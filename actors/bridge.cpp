@@ -24,7 +24,7 @@ transport::PollLoopCallbacks Bridge::Callbacks() {
 }
 
 void Bridge::Answer(const Origin& to, v1::Envelope envelope) {
-  if (!replies_) replies_ = std::make_unique<Outbound>(ctx_->loop);
+  if (!replies_) replies_ = std::make_unique<transport::Outbound>(ctx_->loop);
   envelope.set_sender(ctx_->node_id);
   WireResult<transport::Frames> frames = EncodeFrames(std::move(envelope), at::Tensor());
   if (!frames.ok() || !replies_->Send(to.link, to.peer, std::move(*frames)).ok()) {
@@ -64,12 +64,12 @@ void Bridge::OnEvent(transport::LinkId link, const transport::LinkEvent& event) 
 }
 
 void Bridge::Heartbeat() {
-  const NodeConfig& c = ctx_->config;
+  const cluster::NodeConfig& c = ctx_->config;
   if (!c.shard || c.head_id.empty() || c.head_id == ctx_->node_id) return;
   const auto now = std::chrono::steady_clock::now();
   if (now < next_heartbeat_) return;
   next_heartbeat_ = now + std::chrono::seconds(1);
-  const PeerConfig* head = c.FindPeer(c.head_id);
+  const cluster::PeerConfig* head = c.FindPeer(c.head_id);
   if (!head || head->endpoint.empty()) return;
   Result<transport::LinkId> link = ctx_->links->ConnectTo(c.head_id, head->endpoint);
   if (!link.ok()) return;

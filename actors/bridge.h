@@ -8,7 +8,7 @@
 //
 // Outbound messages do not pass through here: actors hand them to the loop
 // through their own Outboxes (actors/sender.h). The bridge's own replies
-// (rejections) go through an Outbound owned by the loop thread.
+// (rejections) go through a transport::Outbound owned by the loop thread.
 //
 // Thread-safety: the callbacks run on the loop thread only. The Bridge must
 // outlive the PollLoop that calls it (Node stops the loop first).
@@ -18,7 +18,7 @@
 #include <memory>
 
 #include "actors/node_context.h"
-#include "actors/outbound.h"
+#include "transport/outbound.h"
 #include "transport/poll_loop.h"
 
 namespace troupe::actors {
@@ -42,7 +42,7 @@ class Bridge {
   void Answer(const Origin& to, v1::Envelope envelope);
 
   std::shared_ptr<NodeContext> ctx_;
-  std::unique_ptr<Outbound> replies_;  // created on the loop thread
+  std::unique_ptr<transport::Outbound> replies_;  // created on the loop thread
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point next_heartbeat_;
   uint64_t heartbeats_ = 0;

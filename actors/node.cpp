@@ -16,8 +16,8 @@
 
 #include "actors/bridge.h"
 #include "actors/embedding_actor.h"
-#include "actors/job_client.h"
-#include "actors/links.h"
+#include "client/job_client.h"
+#include "transport/links.h"
 #include "actors/lm_head_actor.h"
 #include "actors/node_context.h"
 #include "actors/protocol.h"
@@ -26,6 +26,7 @@
 #include "actors/shard_actor.h"
 #include "pipeline/model/decoder.h"
 #include "http/http_server.h"
+#include "http/job_client_backend.h"
 #include "pipeline/model/model_options.h"
 #include "transport/keys.h"
 #include "transport/zap_handler.h"
@@ -41,7 +42,7 @@ struct Node::Impl {
   std::unique_ptr<transport::ZapHandler> zap;
   std::unique_ptr<Bridge> bridge;
   std::unique_ptr<transport::PollLoop> loop;
-  std::unique_ptr<Links> links;
+  std::unique_ptr<transport::Links> links;
   std::unique_ptr<caf::actor_system_config> caf_config;
   std::unique_ptr<caf::actor_system> system;
   std::vector<caf::actor> actors;
@@ -59,7 +60,7 @@ int Node::http_port() const { return impl_->http ? impl_->http->port() : 0; }
 
 namespace {
 
-Status LoadModel(const NodeConfig& c, NodeContext* ctx, std::shared_ptr<Decoder>* decoder) {
+Status LoadModel(const cluster::NodeConfig& c, NodeContext* ctx, std::shared_ptr<Decoder>* decoder) {
   TROUPE_ASSIGN_OR_RETURN(std::unique_ptr<ModelSource> source, ModelSource::Open(c.model));
   ctx->fingerprint = source->fingerprint();
   ModelOptions options;
@@ -82,7 +83,7 @@ Status LoadModel(const NodeConfig& c, NodeContext* ctx, std::shared_ptr<Decoder>
   return Status::Ok();
 }
 
-Result<transport::SecurityConfig> NodeSecurity(const NodeConfig& c) {
+Result<transport::SecurityConfig> NodeSecurity(const cluster::NodeConfig& c) {
   if (!c.curve) return transport::PlainSecurity(c.insecure);
   TROUPE_ASSIGN_OR_RETURN(transport::SecurityConfig sec,
                           transport::CurveSecurityFromFiles(c.secret_key_file, c.allowlist));
@@ -90,54 +91,29 @@ Result<transport::SecurityConfig> NodeSecurity(const NodeConfig& c) {
   return sec;
 }
 
-// The HTTP API's way to the job gateway: a JobClient on the head's own job
-// endpoint, one per request.
-class JobClientBackend : public http::JobBackend {
- public:
-  explicit JobClientBackend(std::unique_ptr<JobClient> client) : client_(std::move(client)) {}
-  Result<uint64_t> Submit(const v1::JobSubmit& job) override { return client_->Submit(job); }
-  Result<Event> Next(const std::function<bool()>& cancelled) override {
-    TROUPE_ASSIGN_OR_RETURN(JobClient::Event ev, client_->Next(cancelled));
-    Event out;
-    out.has_token = ev.has_token;
-    out.token = std::move(ev.token);
-    out.has_finish = ev.has_finish;
-    out.finish = std::move(ev.finish);
-    return out;
-  }
-  void Cancel() override { client_->Cancel(); }
-  Result<v1::MetricsSnapshot> Metrics() override { return client_->Metrics(); }
-
- private:
-  std::unique_ptr<JobClient> client_;
-};
-
-Result<std::unique_ptr<http::HttpServer>> StartHttp(const NodeConfig& c, const std::string& job_endpoint) {
+Result<std::unique_ptr<http::HttpServer>> StartHttp(const cluster::NodeConfig& c, const std::string& job_endpoint) {
   http::HttpServerOptions options;
-  TROUPE_RETURN_IF_ERROR(ParseHostPort(c.http_listen, &options.host, &options.port));
+  TROUPE_RETURN_IF_ERROR(cluster::ParseHostPort(c.http_listen, &options.host, &options.port));
   std::filesystem::path model(c.model);
   if (model.filename().empty()) model = model.parent_path();  // "folder/"
   options.model_id = model.filename().string();
   options.node_id = c.id;
-  JobClientOptions client;
-  client.endpoint = job_endpoint;
-  client.first_reply_ms = 10000;
-  client.idle_ms = static_cast<int>(c.step_timeout_seconds * 1000) + 30000;
+  client::JobClientOptions gateway;
+  gateway.endpoint = job_endpoint;
+  gateway.first_reply_ms = 10000;
+  gateway.idle_ms = static_cast<int>(c.step_timeout_seconds * 1000) + 30000;
   if (c.curve && !transport::IsLoopbackEndpoint(c.job_listen)) {
     // The gateway is CURVE here: the head talks to itself with its own key.
-    TROUPE_ASSIGN_OR_RETURN(client.server_key, transport::ReadPublicKeyFile(c.secret_key_file));
-    client.client_key_file = c.secret_key_file;
+    TROUPE_ASSIGN_OR_RETURN(gateway.server_key, transport::ReadPublicKeyFile(c.secret_key_file));
+    gateway.client_key_file = c.secret_key_file;
   }
-  options.connect = [client]() -> Result<std::unique_ptr<http::JobBackend>> {
-    TROUPE_ASSIGN_OR_RETURN(std::unique_ptr<JobClient> jc, JobClient::Connect(client));
-    return std::unique_ptr<http::JobBackend>(new JobClientBackend(std::move(jc)));
-  };
+  options.connect = http::JobClientBackends(gateway);
   return http::HttpServer::Start(std::move(options));
 }
 
 }  // namespace
 
-Result<std::unique_ptr<Node>> Node::Start(const NodeConfig& config) {
+Result<std::unique_ptr<Node>> Node::Start(const cluster::NodeConfig& config) {
   auto impl = std::make_unique<Impl>();
   auto ctx = std::make_shared<NodeContext>();
   ctx->config = config;
@@ -158,8 +134,8 @@ Result<std::unique_ptr<Node>> Node::Start(const NodeConfig& config) {
   loop_options.outbox_hwm = 64;
   TROUPE_ASSIGN_OR_RETURN(m.loop, transport::PollLoop::Start(*m.zmq_context, m.bridge->Callbacks(), loop_options));
   std::map<std::string, std::string> peer_keys;
-  for (const PeerConfig& p : config.peers) peer_keys[p.id] = p.public_key;
-  m.links = std::make_unique<Links>(*m.zmq_context, *m.loop, config.id, security, peer_keys,
+  for (const cluster::PeerConfig& p : config.peers) peer_keys[p.id] = p.public_key;
+  m.links = std::make_unique<transport::Links>(*m.zmq_context, *m.loop, config.id, security, peer_keys,
                                     transport::LinkOptions());
   ctx->loop = m.loop.get();
   ctx->links = m.links.get();
@@ -240,7 +216,7 @@ void Node::Stop() {
   m.zmq_context.reset();
 }
 
-Status WriteReadyFile(const NodeConfig& config, const Node& node) {
+Status WriteReadyFile(const cluster::NodeConfig& config, const Node& node) {
   if (config.ready_file.empty()) return Status::Ok();
   nlohmann::json j = {
       {"id", node.id()},
@@ -263,7 +239,7 @@ Status WriteReadyFile(const NodeConfig& config, const Node& node) {
   return Status::Ok();
 }
 
-int RunNode(const NodeConfig& config) {
+int RunNode(const cluster::NodeConfig& config) {
   // Signals are taken synchronously (sigtimedwait) by this thread: block them
   // before any other thread exists so that every thread inherits the mask.
   sigset_t signals;

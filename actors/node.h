@@ -21,7 +21,7 @@
 #include <memory>
 #include <string>
 
-#include "actors/node_config.h"
+#include "cluster/node_config.h"
 #include "pipeline/status.h"
 
 namespace troupe::actors {
@@ -29,7 +29,7 @@ namespace troupe::actors {
 class Node {
  public:
   // Fails naming the problem: model, keys, a refused bind, a bad config.
-  static Result<std::unique_ptr<Node>> Start(const NodeConfig& config);
+  static Result<std::unique_ptr<Node>> Start(const cluster::NodeConfig& config);
   ~Node();  // Stop()
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
@@ -53,11 +53,11 @@ class Node {
 
 // Writes `config.ready_file` (when set): {"id", "pid", "node_endpoint",
 // "job_endpoint", "http_port" (0: none), "layers"} as JSON, atomically (rename).
-Status WriteReadyFile(const NodeConfig& config, const Node& node);
+Status WriteReadyFile(const cluster::NodeConfig& config, const Node& node);
 
 // `troupe node`: starts the node, writes its ready file, serves until
 // SIGINT/SIGTERM or until its parent (config.parent_pid) goes away, then
 // stops. Returns the process exit code; errors are printed to stderr.
-int RunNode(const NodeConfig& config);
+int RunNode(const cluster::NodeConfig& config);
 
 }  // namespace troupe::actors

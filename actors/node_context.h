@@ -19,8 +19,8 @@
 #include <optional>
 #include <string>
 
-#include "actors/links.h"
-#include "actors/node_config.h"
+#include "transport/links.h"
+#include "cluster/node_config.h"
 #include "actors/wire.h"
 #include "messages/protocol.h"
 #include "messages/reject_counters.h"
@@ -62,14 +62,14 @@ class ComputeTimer {
 };
 
 struct NodeContext {
-  NodeConfig config;
+  cluster::NodeConfig config;
   std::string node_id;
   std::string node_endpoint;  // advertised node listener address
   std::string job_endpoint;   // head: bound job gateway address
   std::string fingerprint;    // of the model
 
   transport::PollLoop* loop = nullptr;
-  Links* links = nullptr;
+  transport::Links* links = nullptr;
   DecodeLimits limits;
   RejectCounters rejects;
   NodeCounters counters;

@@ -117,11 +117,11 @@ class SchedulerActor : public StageActor {
   // -------------------------------------------------------------- wiring
 
   void RegisterFixedShards() {
-    const NodeConfig& c = ctx_->config;
+    const cluster::NodeConfig& c = ctx_->config;
     if (c.shard) {
       registry_.Upsert(ShardEntry{ctx_->node_id, ctx_->node_endpoint, c.layer_begin, c.layer_end, true, Clock::now()});
     }
-    for (const PeerConfig& p : c.peers) {
+    for (const cluster::PeerConfig& p : c.peers) {
       if (p.shard && !p.endpoint.empty()) {
         registry_.Upsert(ShardEntry{p.id, p.endpoint, p.layer_begin, p.layer_end, true, Clock::now()});
       }

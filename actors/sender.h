@@ -1,6 +1,6 @@
 // Sender: how an actor sends to another stage, node or client — locally
 // (a CAF message, no copy) when the addressee is this node, else over the
-// node's links through its own Outbound.
+// node's links through its own transport::Outbound.
 //
 // Source routing lives here: ForwardStep pops the next hop off
 // step.rest_of_route into step.hop and sends the step to that hop's node —
@@ -17,7 +17,7 @@
 #include <string>
 
 #include "actors/node_context.h"
-#include "actors/outbound.h"
+#include "transport/outbound.h"
 #include "actors/wire.h"
 #include "messages/troupe.pb.h"
 
@@ -45,7 +45,7 @@ class Sender {
                  const at::Tensor& tensor);
   Status Local(v1::Envelope envelope, at::Tensor tensor);
   std::shared_ptr<NodeContext> ctx_;
-  Outbound outbound_;
+  transport::Outbound outbound_;
 };
 
 }  // namespace troupe::actors

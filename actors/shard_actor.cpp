@@ -156,7 +156,7 @@ class ShardActor : public StageActor {
   void Announce() {
     const std::string& head = ctx_->config.head_id;
     if (head.empty() || head == ctx_->node_id) return;
-    const PeerConfig* peer = ctx_->config.FindPeer(head);
+    const cluster::PeerConfig* peer = ctx_->config.FindPeer(head);
     if (!peer || peer->endpoint.empty()) return;
     v1::Envelope env = NewEnvelope();
     v1::RegistryAnnounce* a = env.mutable_registry_announce();

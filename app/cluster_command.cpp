@@ -1,6 +1,6 @@
 // `troupe cluster up --shards N [--replicas R] [--dir DIR] [--base-port P]
 // [--http-port P]`: a head node and N×R shard processes on this machine
-// (actors/local_cluster.h). Prints the job endpoint once the ring answers,
+// (cluster/local_cluster.h). Prints the job endpoint once the ring answers,
 // writes DIR/cluster.json (with the head's HTTP API port), and stays in the foreground until SIGINT/SIGTERM,
 // when it stops every node. Nodes die with it even when it is SIGKILLed.
 #include <climits>
@@ -9,7 +9,7 @@
 
 #include <unistd.h>
 
-#include "actors/local_cluster.h"
+#include "cluster/local_cluster.h"
 #include "app/commands.h"
 
 namespace troupe::app {
@@ -24,7 +24,7 @@ std::string SelfExe() {
 }  // namespace
 
 void RegisterCluster(CLI::App& app) {
-  auto o = std::make_shared<actors::ClusterOptions>();
+  auto o = std::make_shared<cluster::ClusterOptions>();
   auto model = std::make_shared<std::string>();
   auto budget_mb = std::make_shared<double>(512);
   CLI::App* cluster = app.add_subcommand("cluster", "A local cluster of node processes");
@@ -46,11 +46,11 @@ void RegisterCluster(CLI::App& app) {
       ->capture_default_str();
   up->add_option("--ready-timeout", o->ready_timeout_seconds, "Seconds to wait for the ring")->capture_default_str();
   up->callback([o, model, budget_mb] {
-    actors::ClusterOptions options = *o;
+    cluster::ClusterOptions options = *o;
     options.model = ResolveModelPath(*model);
     options.cache_budget_bytes = static_cast<uint64_t>(*budget_mb * 1024 * 1024);
     options.troupe_binary = SelfExe();
-    SetExitCode(actors::RunClusterUp(options));
+    SetExitCode(cluster::RunClusterUp(options));
   });
 }
 

@@ -1,11 +1,11 @@
 // `troupe node --config FILE`: runs one node of a cluster — the actors its
 // YAML config names (head and/or shard), until SIGINT/SIGTERM or until its
-// parent process (config parent_pid) goes away. Config format: actors/node_config.h.
+// parent process (config parent_pid) goes away. Config format: cluster/node_config.h.
 #include <memory>
 #include <string>
 
 #include "actors/node.h"
-#include "actors/node_config.h"
+#include "cluster/node_config.h"
 #include "app/commands.h"
 
 namespace troupe::app {
@@ -15,7 +15,7 @@ void RegisterNode(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("node", "Run one node of a cluster from its config file");
   cmd->add_option("--config", *path, "Node config (YAML)")->required();
   cmd->callback([path] {
-    auto config = actors::LoadNodeConfig(*path);
+    auto config = cluster::LoadNodeConfig(*path);
     if (!config.ok()) return Fail(config.status().ToString());
     SetExitCode(actors::RunNode(*config));
   });

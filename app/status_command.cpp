@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "actors/job_client.h"
+#include "client/job_client.h"
 #include "app/commands.h"
 
 namespace troupe::app {
@@ -22,11 +22,11 @@ struct StatusFlags {
 };
 
 void RunStatus(const StatusFlags& f) {
-  actors::JobClientOptions options;
+  client::JobClientOptions options;
   options.endpoint = f.endpoint;
   options.server_key = f.server_key;
   options.client_key_file = f.client_key;
-  auto client = actors::JobClient::Connect(options);
+  auto client = client::JobClient::Connect(options);
   if (!client.ok()) return Fail(client.status().ToString());
   auto m = (*client)->Metrics();
   if (!m.ok()) return Fail(m.status().message());

@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "actors/job_client.h"
+#include "client/job_client.h"
 #include "app/commands.h"
 #include "app/output.h"
 #include "messages/sampling_params_proto.h"
@@ -38,13 +38,13 @@ FinishReason FromProto(v1::FinishReason r) {
 
 void RunSubmit(const SubmitFlags& f) {
   if (Status st = f.params.Validate(); !st.ok()) return Fail(st.ToString());
-  actors::JobClientOptions options;
+  client::JobClientOptions options;
   options.endpoint = f.endpoint;
   options.server_key = f.server_key;
   options.client_key_file = f.client_key;
   options.idle_ms = static_cast<int>(f.timeout_s * 1000);
   options.first_reply_ms = std::min(options.idle_ms, 10000);
-  auto client = actors::JobClient::Connect(options);
+  auto client = client::JobClient::Connect(options);
   if (!client.ok()) return Fail(client.status().ToString());
   v1::JobSubmit job;
   if (f.prompt.chat) {

@@ -16,7 +16,8 @@
 // `data: {"error": ...}` event.
 //
 // Every handler is a client of the head's job gateway through a JobBackend
-// (the node gives a JobClient on its own job endpoint): the HTTP API takes
+// (http/job_client_backend.h: a client::JobClient on the head's own job
+// endpoint; tests give a stand-in): the HTTP API takes
 // exactly the path `troupe submit` does. One backend per request; a client
 // that disconnects mid-stream has its job cancelled (its KV cache is freed).
 //
@@ -44,6 +45,7 @@
 #include <string>
 #include <thread>
 
+#include "client/job_client.h"
 #include "messages/troupe.pb.h"
 #include "pipeline/status.h"
 
@@ -55,18 +57,13 @@ namespace troupe::http {
 
 class ConnectionPool;
 
-// One job at a time (see actors::JobClient); dropping it ends its job.
+// One job at a time (see client::JobClient); dropping it ends its job.
 class JobBackend {
  public:
   virtual ~JobBackend() = default;
   // Sends the job; its id once the gateway accepted it, else the refusal.
   virtual Result<uint64_t> Submit(const v1::JobSubmit& job) = 0;
-  struct Event {
-    bool has_token = false;
-    v1::Token token;
-    bool has_finish = false;
-    v1::Finish finish;
-  };
+  using Event = client::JobClient::Event;  // the next Token, or the Finish
   // The next Token or the Finish; `cancelled` is asked while waiting and,
   // when true, cancels the job (which then fails).
   virtual Result<Event> Next(const std::function<bool()>& cancelled) = 0;

@@ -9,9 +9,9 @@
 #include <thread>
 #include <vector>
 
-#include "actors/job_client.h"
+#include "client/job_client.h"
 #include "actors/node.h"
-#include "actors/node_config.h"
+#include "cluster/node_config.h"
 #include "messages/sampling_params_proto.h"
 
 namespace troupe::actors::testing {
@@ -31,7 +31,7 @@ class LocalRing {
   // Starts the nodes and waits until a job gets through the ring.
   static Result<std::unique_ptr<LocalRing>> Start(const LocalRingOptions& o) {
     std::unique_ptr<LocalRing> ring(new LocalRing());
-    NodeConfig head;
+    cluster::NodeConfig head;
     head.id = "head";
     head.head = true;
     head.model = DefaultModel();
@@ -39,7 +39,7 @@ class LocalRing {
     head.max_batch_sessions = o.max_batch_sessions;
     TROUPE_ASSIGN_OR_RETURN(ring->head_, Node::Start(head));
     for (int i = 0; i < o.shards; ++i) {
-      NodeConfig s;
+      cluster::NodeConfig s;
       s.id = "shard-" + std::to_string(i);
       s.shard = true;
       s.layer_begin = o.n_layers * i / o.shards;
@@ -49,7 +49,7 @@ class LocalRing {
       s.cache_budget_bytes = o.cache_budget_bytes;
       s.max_batch_sessions = o.max_batch_sessions;
       s.head_id = "head";
-      PeerConfig peer;
+      cluster::PeerConfig peer;
       peer.id = "head";
       peer.endpoint = ring->head_->node_endpoint();
       s.peers.push_back(peer);
@@ -62,11 +62,11 @@ class LocalRing {
 
   const std::string& job_endpoint() const { return head_->job_endpoint(); }
 
-  Result<std::unique_ptr<JobClient>> Client() const {
-    JobClientOptions o;
+  Result<std::unique_ptr<client::JobClient>> Client() const {
+    client::JobClientOptions o;
     o.endpoint = job_endpoint();
     o.idle_ms = 60000;
-    return JobClient::Connect(o);
+    return client::JobClient::Connect(o);
   }
 
   // Runs one job; the sampled ids (an end-of-generation id included).

@@ -180,7 +180,7 @@ namespace {
 // One process, one node, every stage: steps go from actor to actor without
 // touching a socket, and the answer is still the engine's.
 TEST(SingleNodeTest, HeadAndShardInOneNodeEqualsEngine) {
-  NodeConfig c;
+  cluster::NodeConfig c;
   c.id = "solo";
   c.head = true;
   c.shard = true;
@@ -190,9 +190,9 @@ TEST(SingleNodeTest, HeadAndShardInOneNodeEqualsEngine) {
   c.threads = 1;
   auto node = Node::Start(c);
   ASSERT_TRUE(node.ok()) << node.status().ToString();
-  JobClientOptions o;
+  client::JobClientOptions o;
   o.endpoint = (*node)->job_endpoint();
-  auto client = JobClient::Connect(o);
+  auto client = client::JobClient::Connect(o);
   ASSERT_TRUE(client.ok());
   v1::JobSubmit job;
   job.set_prompt("The capital of France is");

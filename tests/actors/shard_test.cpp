@@ -25,7 +25,7 @@ class ShardTest : public ::testing::Test {
  protected:
   virtual double IdleTimeoutSeconds() const { return 600; }
   void SetUp() override {
-    NodeConfig c;
+    cluster::NodeConfig c;
     c.id = "shard-under-test";
     c.shard = true;
     c.layer_begin = 10;

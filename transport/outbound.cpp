@@ -1,27 +1,27 @@
-#include "actors/outbound.h"
+#include "transport/outbound.h"
 
-namespace troupe::actors {
+namespace troupe::transport {
 
-Result<transport::Outbox*> Outbound::BoxFor(transport::LinkId link) {
+Result<Outbox*> Outbound::BoxFor(LinkId link) {
   auto it = boxes_.find(link);
   if (it != boxes_.end()) return it->second.get();
   if (loop_ == nullptr) return Status::Internal("outbound: no poll loop");
   TROUPE_ASSIGN_OR_RETURN(auto box, loop_->OpenOutbox(link));
-  transport::Outbox* raw = box.get();
+  Outbox* raw = box.get();
   boxes_[link] = std::move(box);
   return raw;
 }
 
-Status Outbound::Send(transport::LinkId link, const std::string& peer, transport::Frames frames) {
+Status Outbound::Send(LinkId link, const std::string& peer, Frames frames) {
   auto& waiting = waiting_[link];
   if (!waiting.empty()) {  // keep order behind what is already waiting
     waiting.emplace_back(peer, std::move(frames));
     ++queued_;
     return Status::Ok();
   }
-  TROUPE_ASSIGN_OR_RETURN(transport::Outbox * box, BoxFor(link));
+  TROUPE_ASSIGN_OR_RETURN(Outbox * box, BoxFor(link));
   Status st = box->Send(peer, frames);
-  if (transport::IsWouldBlock(st)) {
+  if (IsWouldBlock(st)) {
     waiting.emplace_back(peer, std::move(frames));
     ++queued_;
     return Status::Ok();
@@ -33,9 +33,9 @@ Status Outbound::Send(transport::LinkId link, const std::string& peer, transport
 void Outbound::Retry(size_t* dropped) {
   for (auto& [link, waiting] : waiting_) {
     while (!waiting.empty()) {
-      Result<transport::Outbox*> box = BoxFor(link);
+      Result<Outbox*> box = BoxFor(link);
       Status st = box.ok() ? (*box)->Send(waiting.front().first, waiting.front().second) : box.status();
-      if (transport::IsWouldBlock(st)) break;
+      if (IsWouldBlock(st)) break;
       if (!st.ok() && dropped) ++*dropped;
       waiting.pop_front();
       --queued_;
@@ -49,4 +49,4 @@ void Outbound::Close() {
   boxes_.clear();
 }
 
-}  // namespace troupe::actors
+}  // namespace troupe::transport

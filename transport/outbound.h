@@ -1,5 +1,5 @@
 // Outbound: how one sender (an actor, or the bridge itself) hands messages to
-// the PollLoop — one transport::Outbox per link, opened on first use, and a
+// the PollLoop — one Outbox per link, opened on first use, and a
 // queue per link for messages the loop could not take yet (backpressure), so
 // nothing is dropped and order per link is kept.
 //
@@ -20,16 +20,16 @@
 #include "pipeline/status.h"
 #include "transport/poll_loop.h"
 
-namespace troupe::actors {
+namespace troupe::transport {
 
 class Outbound {
  public:
-  explicit Outbound(transport::PollLoop* loop) : loop_(loop) {}
+  explicit Outbound(PollLoop* loop) : loop_(loop) {}
 
   // Hands `frames` for `peer` (listener links; "" for connections) to the
   // loop, or queues them behind earlier messages for the same link. Fails
   // only when the link is gone or the message is unusable.
-  Status Send(transport::LinkId link, const std::string& peer, transport::Frames frames);
+  Status Send(LinkId link, const std::string& peer, Frames frames);
 
   bool HasQueued() const { return queued_ > 0; }
   // Sends what the loop can take now, in order; messages to removed links are
@@ -39,11 +39,11 @@ class Outbound {
   void Close();
 
  private:
-  Result<transport::Outbox*> BoxFor(transport::LinkId link);
-  transport::PollLoop* loop_;
-  std::map<transport::LinkId, std::unique_ptr<transport::Outbox>> boxes_;
-  std::map<transport::LinkId, std::deque<std::pair<std::string, transport::Frames>>> waiting_;
+  Result<Outbox*> BoxFor(LinkId link);
+  PollLoop* loop_;
+  std::map<LinkId, std::unique_ptr<Outbox>> boxes_;
+  std::map<LinkId, std::deque<std::pair<std::string, Frames>>> waiting_;
   size_t queued_ = 0;
 };
 
-}  // namespace troupe::actors
+}  // namespace troupe::transport

@@ -3,7 +3,7 @@
 //
 // In DIR it writes (and reuses on a later run) CURVE keys — keys/<node>/node.key
 // and .pub for every node and for a local client, keys/allowlist/*.pub — plus
-// one config per node (<node>.yaml, format in actors/node_config.h), their
+// one config per node (<node>.yaml, format in cluster/node_config.h), their
 // ready files (run/) and logs (logs/<node>.log). Layers are split evenly:
 // shard i of N serves [L·i/N, L·(i+1)/N); its replicas serve the same span.
 //
@@ -42,7 +42,7 @@
 
 #include "pipeline/status.h"
 
-namespace troupe::actors {
+namespace troupe::cluster {
 
 struct ClusterOptions {
   int shards = 1;
@@ -101,4 +101,4 @@ class LocalCluster {
 // replicas carry on); when the head dies the cluster stops with exit code 1.
 int RunClusterUp(const ClusterOptions& options);
 
-}  // namespace troupe::actors
+}  // namespace troupe::cluster

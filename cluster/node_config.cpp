@@ -1,4 +1,4 @@
-#include "actors/node_config.h"
+#include "cluster/node_config.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -7,7 +7,7 @@
 #include <set>
 #include <sstream>
 
-namespace troupe::actors {
+namespace troupe::cluster {
 namespace {
 
 namespace fs = std::filesystem;
@@ -261,4 +261,4 @@ std::string NodeConfigToYaml(const NodeConfig& c) {
   return std::string(out.c_str()) + "\n";
 }
 
-}  // namespace troupe::actors
+}  // namespace troupe::cluster

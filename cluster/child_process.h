@@ -19,7 +19,7 @@
 
 #include "pipeline/status.h"
 
-namespace troupe::actors {
+namespace troupe::cluster {
 
 // Starts argv[0] (a path) with `argv` and `env` additions (NAME -> value, kept
 // when already set), stdout and stderr appended to `log_path`.
@@ -36,4 +36,4 @@ void StopChildren(const std::vector<pid_t>& pids, int grace_ms);
 // "exited with code 1" / "killed by signal 9".
 std::string DescribeExit(int status);
 
-}  // namespace troupe::actors
+}  // namespace troupe::cluster

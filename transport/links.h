@@ -24,54 +24,54 @@
 #include "transport/poll_loop.h"
 #include "transport/security.h"
 
-namespace troupe::actors {
+namespace troupe::transport {
 
 class Links {
  public:
   // `peer_keys`: node id -> Z85 public key (curve mode).
-  Links(zmq::context_t& context, transport::PollLoop& loop, std::string node_id,
-        transport::SecurityConfig security, std::map<std::string, std::string> peer_keys,
-        transport::LinkOptions options);
+  Links(zmq::context_t& context, PollLoop& loop, std::string node_id,
+        SecurityConfig security, std::map<std::string, std::string> peer_keys,
+        LinkOptions options);
 
   // Binds a listener with this node's link options (not yet polled: the
   // node learns its address before any message can arrive).
-  Result<std::unique_ptr<transport::Listener>> Bind(const std::string& endpoint,
-                                                    const transport::SecurityConfig& security) const;
+  Result<std::unique_ptr<Listener>> Bind(const std::string& endpoint,
+                                                    const SecurityConfig& security) const;
   // Hands the node listener / the job listener to the loop.
-  Status AdoptNodeListener(std::unique_ptr<transport::Listener> listener);
-  Status AdoptJobListener(std::unique_ptr<transport::Listener> listener);
+  Status AdoptNodeListener(std::unique_ptr<Listener> listener);
+  Status AdoptJobListener(std::unique_ptr<Listener> listener);
 
-  transport::LinkId node_listener() const;
-  transport::LinkId job_listener() const;  // 0 when there is none
+  LinkId node_listener() const;
+  LinkId job_listener() const;  // 0 when there is none
 
   // The connection to `node_id`, dialling `endpoint` when there is none yet
   // (or the peer moved). NotFound when curve mode has no key for the peer;
   // the transport's errors otherwise.
-  Result<transport::LinkId> ConnectTo(const std::string& node_id, const std::string& endpoint);
+  Result<LinkId> ConnectTo(const std::string& node_id, const std::string& endpoint);
 
   // The peer node a connection link goes to ("" for listeners and unknown links).
-  std::string NodeOf(transport::LinkId link) const;
+  std::string NodeOf(LinkId link) const;
 
   const std::string& node_id() const { return node_id_; }
   bool curve() const { return security_.curve; }
 
  private:
   zmq::context_t& context_;
-  transport::PollLoop& loop_;
+  PollLoop& loop_;
   const std::string node_id_;
-  const transport::SecurityConfig security_;
+  const SecurityConfig security_;
   const std::map<std::string, std::string> peer_keys_;
-  const transport::LinkOptions options_;
+  const LinkOptions options_;
 
   mutable std::mutex mu_;
-  transport::LinkId node_listener_ = 0;
-  transport::LinkId job_listener_ = 0;
+  LinkId node_listener_ = 0;
+  LinkId job_listener_ = 0;
   struct Dialled {
     std::string endpoint;
-    transport::LinkId link = 0;
+    LinkId link = 0;
   };
   std::map<std::string, Dialled> connections_;           // by node id
-  std::map<transport::LinkId, std::string> link_nodes_;  // connection -> node id
+  std::map<LinkId, std::string> link_nodes_;  // connection -> node id
 };
 
-}  // namespace troupe::actors
+}  // namespace troupe::transport

@@ -1,4 +1,4 @@
-#include "actors/child_process.h"
+#include "cluster/child_process.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -14,7 +14,7 @@
 
 extern char** environ;
 
-namespace troupe::actors {
+namespace troupe::cluster {
 
 Result<pid_t> SpawnChild(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
                          const std::string& log_path) {
@@ -97,4 +97,4 @@ std::string DescribeExit(int status) {
   return "stopped";
 }
 
-}  // namespace troupe::actors
+}  // namespace troupe::cluster

@@ -22,7 +22,7 @@
 #include "messages/troupe.pb.h"
 #include "pipeline/status.h"
 
-namespace troupe::actors {
+namespace troupe::client {
 
 struct JobClientOptions {
   std::string endpoint;         // the head's job endpoint, "tcp://127.0.0.1:5600"
@@ -76,4 +76,4 @@ class JobClient {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace troupe::actors
+}  // namespace troupe::client

@@ -46,7 +46,7 @@
 
 #include "pipeline/status.h"
 
-namespace troupe::actors {
+namespace troupe::cluster {
 
 struct PeerConfig {
   std::string id;
@@ -98,4 +98,4 @@ Status ParseHostPort(const std::string& text, std::string* host, int* port);
 // "tcp://h:0" -> "tcp://h:*" (ZeroMQ's spelling of an OS-chosen port).
 std::string BindSpelling(const std::string& endpoint);
 
-}  // namespace troupe::actors
+}  // namespace troupe::cluster

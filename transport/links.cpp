@@ -1,10 +1,10 @@
-#include "actors/links.h"
+#include "transport/links.h"
 
-namespace troupe::actors {
+namespace troupe::transport {
 
-Links::Links(zmq::context_t& context, transport::PollLoop& loop, std::string node_id,
-             transport::SecurityConfig security, std::map<std::string, std::string> peer_keys,
-             transport::LinkOptions options)
+Links::Links(zmq::context_t& context, PollLoop& loop, std::string node_id,
+             SecurityConfig security, std::map<std::string, std::string> peer_keys,
+             LinkOptions options)
     : context_(context),
       loop_(loop),
       node_id_(std::move(node_id)),
@@ -12,36 +12,36 @@ Links::Links(zmq::context_t& context, transport::PollLoop& loop, std::string nod
       peer_keys_(std::move(peer_keys)),
       options_(options) {}
 
-Result<std::unique_ptr<transport::Listener>> Links::Bind(const std::string& endpoint,
-                                                         const transport::SecurityConfig& security) const {
-  return transport::Listener::Bind(context_, endpoint, security, options_);
+Result<std::unique_ptr<Listener>> Links::Bind(const std::string& endpoint,
+                                                         const SecurityConfig& security) const {
+  return Listener::Bind(context_, endpoint, security, options_);
 }
 
-Status Links::AdoptNodeListener(std::unique_ptr<transport::Listener> listener) {
+Status Links::AdoptNodeListener(std::unique_ptr<Listener> listener) {
   std::lock_guard<std::mutex> lock(mu_);  // held so the bridge never sees the link unnamed
-  TROUPE_ASSIGN_OR_RETURN(transport::LinkId id, loop_.AddListener(std::move(listener)));
+  TROUPE_ASSIGN_OR_RETURN(LinkId id, loop_.AddListener(std::move(listener)));
   node_listener_ = id;
   return Status::Ok();
 }
 
-Status Links::AdoptJobListener(std::unique_ptr<transport::Listener> listener) {
+Status Links::AdoptJobListener(std::unique_ptr<Listener> listener) {
   std::lock_guard<std::mutex> lock(mu_);  // held so the bridge never sees the link unnamed
-  TROUPE_ASSIGN_OR_RETURN(transport::LinkId id, loop_.AddListener(std::move(listener)));
+  TROUPE_ASSIGN_OR_RETURN(LinkId id, loop_.AddListener(std::move(listener)));
   job_listener_ = id;
   return Status::Ok();
 }
 
-transport::LinkId Links::node_listener() const {
+LinkId Links::node_listener() const {
   std::lock_guard<std::mutex> lock(mu_);
   return node_listener_;
 }
 
-transport::LinkId Links::job_listener() const {
+LinkId Links::job_listener() const {
   std::lock_guard<std::mutex> lock(mu_);
   return job_listener_;
 }
 
-Result<transport::LinkId> Links::ConnectTo(const std::string& node_id, const std::string& endpoint) {
+Result<LinkId> Links::ConnectTo(const std::string& node_id, const std::string& endpoint) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = connections_.find(node_id);
   if (it != connections_.end()) {
@@ -59,18 +59,18 @@ Result<transport::LinkId> Links::ConnectTo(const std::string& node_id, const std
     }
     server_key = k->second;
   }
-  TROUPE_ASSIGN_OR_RETURN(auto conn, transport::Connection::Connect(context_, endpoint, node_id_,
+  TROUPE_ASSIGN_OR_RETURN(auto conn, Connection::Connect(context_, endpoint, node_id_,
                                                                    security_, server_key, options_));
-  TROUPE_ASSIGN_OR_RETURN(transport::LinkId id, loop_.AddConnection(std::move(conn)));
+  TROUPE_ASSIGN_OR_RETURN(LinkId id, loop_.AddConnection(std::move(conn)));
   connections_[node_id] = Dialled{endpoint, id};
   link_nodes_[id] = node_id;
   return id;
 }
 
-std::string Links::NodeOf(transport::LinkId link) const {
+std::string Links::NodeOf(LinkId link) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = link_nodes_.find(link);
   return it == link_nodes_.end() ? std::string() : it->second;
 }
 
-}  // namespace troupe::actors
+}  // namespace troupe::transport

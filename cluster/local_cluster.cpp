@@ -1,4 +1,4 @@
-#include "actors/local_cluster.h"
+#include "cluster/local_cluster.h"
 
 #include <nlohmann/json.hpp>
 #include <signal.h>
@@ -12,13 +12,13 @@
 #include <sstream>
 #include <thread>
 
-#include "actors/child_process.h"
-#include "actors/job_client.h"
-#include "actors/node_config.h"
+#include "cluster/child_process.h"
+#include "client/job_client.h"
+#include "cluster/node_config.h"
 #include "pipeline/format/model_source.h"
 #include "transport/keys.h"
 
-namespace troupe::actors {
+namespace troupe::cluster {
 namespace {
 
 namespace fs = std::filesystem;
@@ -247,7 +247,7 @@ Status LocalCluster::Launch(const ClusterOptions& o) {
 
   // The ring answers: every shard is registered, and one probe job per
   // replica goes all the way round (the registry takes replicas in turn).
-  JobClientOptions client_options;
+  client::JobClientOptions client_options;
   client_options.endpoint = job_endpoint();
   client_options.first_reply_ms = 2000;
   client_options.idle_ms = 30000;
@@ -256,7 +256,7 @@ Status LocalCluster::Launch(const ClusterOptions& o) {
   while (!ready && Clock::now() < deadline) {
     if (StopRequested()) return kInterrupted;
     if (std::string dead = CheckChildren(); !dead.empty()) return Status::Internal(dead);
-    auto client = JobClient::Connect(client_options);
+    auto client = client::JobClient::Connect(client_options);
     if (!client.ok()) return client.status();
     auto metrics = (*client)->Metrics();
     bool all = metrics.ok();
@@ -367,4 +367,4 @@ int RunClusterUp(const ClusterOptions& options) {
   return code;
 }
 
-}  // namespace troupe::actors
+}  // namespace troupe::cluster

@@ -1,4 +1,4 @@
-#include "actors/job_client.h"
+#include "client/job_client.h"
 
 #include <algorithm>
 #include <chrono>
@@ -15,7 +15,7 @@
 #include "transport/link.h"
 #include "transport/security.h"
 
-namespace troupe::actors {
+namespace troupe::client {
 
 constexpr const char* kCancelledWait = "CANCELLED: the caller gave up waiting";
 
@@ -242,4 +242,4 @@ void JobClient::Cancel() {
   }
 }
 
-}  // namespace troupe::actors
+}  // namespace troupe::client
