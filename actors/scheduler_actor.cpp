@@ -7,7 +7,7 @@
 #include <set>
 #include <vector>
 
-#include "actors/registry.h"
+#include "scheduling/registry.h"
 #include "actors/stage_actor.h"
 #include "messages/envelope_codec.h"
 #include "messages/sampling_params_proto.h"
@@ -15,6 +15,10 @@
 
 namespace troupe::actors {
 namespace {
+
+using scheduling::Registry;
+using scheduling::ShardEntry;
+using scheduling::Span;
 
 constexpr auto kTick = std::chrono::milliseconds(200);
 constexpr auto kOpenTimeout = std::chrono::seconds(30);

@@ -1,8 +1,7 @@
-// Node configs (YAML in, YAML out) and the registry's routes.
+// Node configs (YAML in, YAML out).
 #include <gtest/gtest.h>
 
 #include "actors/node_config.h"
-#include "actors/registry.h"
 
 namespace troupe::actors {
 namespace {
@@ -106,68 +105,6 @@ endpoints:
                                "", "x.yaml");
   ASSERT_FALSE(shard.ok());
   EXPECT_NE(shard.status().message().find("only a head"), std::string::npos) << shard.status().ToString();
-}
-
-TEST(RegistryTest, RoutableDoesNotTakeATurn) {
-  Registry r;
-  const auto now = std::chrono::steady_clock::now();
-  EXPECT_FALSE(r.Routable(4, now));
-  r.Upsert(ShardEntry{"a", "tcp://a", 0, 2, true, now});
-  EXPECT_FALSE(r.Routable(4, now));
-  r.Upsert(ShardEntry{"b", "tcp://b", 2, 4, true, now});
-  r.Upsert(ShardEntry{"b2", "tcp://b2", 2, 4, true, now});
-  EXPECT_TRUE(r.Routable(4, now));
-  auto first = r.Route(4, now);
-  ASSERT_TRUE(first.ok());
-  EXPECT_TRUE(r.Routable(4, now));
-  auto second = r.Route(4, now);
-  ASSERT_TRUE(second.ok());
-  EXPECT_NE((*first)[1].node_id, (*second)[1].node_id);  // round robin untouched by Routable
-}
-
-TEST(RegistryTest, RoutesOverSpansAndRoundRobinsReplicas) {
-  Registry r;
-  const auto now = std::chrono::steady_clock::now();
-  r.Upsert(ShardEntry{"a", "tcp://a", 0, 10, false, now});
-  r.Upsert(ShardEntry{"b", "tcp://b", 10, 30, false, now});
-  r.Upsert(ShardEntry{"b2", "tcp://b2", 10, 30, false, now});
-  auto first = r.Route(30, now);
-  ASSERT_TRUE(first.ok());
-  ASSERT_EQ(first->size(), 2u);
-  EXPECT_EQ((*first)[0].node_id, "a");
-  auto second = r.Route(30, now);
-  ASSERT_TRUE(second.ok());
-  EXPECT_NE((*first)[1].node_id, (*second)[1].node_id);  // replicas in turn
-}
-
-TEST(RegistryTest, MissingLayersAndStaleNodesGiveNoRoute) {
-  Registry r(std::chrono::seconds(5));
-  const auto now = std::chrono::steady_clock::now();
-  r.Upsert(ShardEntry{"a", "tcp://a", 0, 10, false, now});
-  auto gap = r.Route(30, now);
-  ASSERT_FALSE(gap.ok());
-  EXPECT_NE(gap.status().message().find("layer 10"), std::string::npos);
-  r.Upsert(ShardEntry{"b", "tcp://b", 10, 30, false, now});
-  EXPECT_TRUE(r.Route(30, now).ok());
-  EXPECT_FALSE(r.Route(30, now + std::chrono::seconds(6)).ok());  // announces stopped
-  r.Upsert(ShardEntry{"c", "tcp://c", 0, 30, true, now});
-  EXPECT_TRUE(r.Route(30, now + std::chrono::hours(1)).ok());  // config peers never expire
-}
-
-TEST(RegistryTest, HeartbeatsKeepKnownNodesAliveAndSilentOnesExpire) {
-  Registry r(std::chrono::seconds(5));
-  const auto t0 = std::chrono::steady_clock::now();
-  r.Upsert(ShardEntry{"a", "tcp://a", 0, 30, false, t0});
-  r.Upsert(ShardEntry{"b", "tcp://b", 0, 30, false, t0});
-  r.Upsert(ShardEntry{"fixed", "tcp://f", 0, 30, true, t0});
-  r.Touch("a", t0 + std::chrono::seconds(4));
-  r.Touch("stranger", t0 + std::chrono::seconds(4));  // joins by announcing, not by heartbeat
-  EXPECT_EQ(r.Find("stranger"), nullptr);
-  EXPECT_TRUE(r.Expired(t0 + std::chrono::seconds(5)).empty());
-  EXPECT_EQ(r.Expired(t0 + std::chrono::seconds(6)), std::vector<std::string>{"b"});
-  EXPECT_EQ(r.Expired(t0 + std::chrono::seconds(10)), (std::vector<std::string>{"a", "b"}));
-  r.Touch("a", t0);  // a late, older heartbeat does not turn the clock back
-  EXPECT_EQ(r.Expired(t0 + std::chrono::seconds(6)), std::vector<std::string>{"b"});
 }
 
 }  // namespace
