@@ -5,20 +5,10 @@
 
 #include "messages/envelope_codec.h"
 #include "messages/sampling_params_proto.h"
+#include "scheduling/session_messages.h"
 
 namespace troupe::scheduling {
 namespace {
-
-v1::RouteHop Hop(const std::string& node, const std::string& endpoint, v1::Stage stage, int64_t begin = 0,
-                 int64_t end = 0) {
-  v1::RouteHop h;
-  h.set_node_id(node);
-  h.set_endpoint(endpoint);
-  h.set_stage(stage);
-  h.set_layer_begin(static_cast<uint32_t>(begin));
-  h.set_layer_end(static_cast<uint32_t>(end));
-  return h;
-}
 
 int64_t Seconds(std::chrono::milliseconds d) { return std::chrono::duration_cast<std::chrono::seconds>(d).count(); }
 
@@ -80,7 +70,7 @@ Actions JobLifecycle::Submit(uint64_t job_id, const Client& client, uint64_t req
   job.prompt = std::move(admitted.prompt);
   job.capacity = std::min<int64_t>(config_.max_positions, n + job.params.max_tokens);
   job.submitted = now;
-  job.route = Ring(*spans);
+  job.route = Ring(config_.node_id, config_.node_endpoint, *spans);
   out.push_back(Reply{client, JobStatusReply(request_id, job.job_id, v1::JOB_RUNNING, job.session_id)});
 
   const uint64_t sid = job.session_id;
@@ -88,18 +78,6 @@ Actions JobLifecycle::Submit(uint64_t job_id, const Client& client, uint64_t req
   Job& stored = jobs_[sid] = std::move(job);
   OpenOnShards(stored, now, out);
   return out;
-}
-
-// The ring through `spans`: embedding, the shards, LM head, sampler.
-std::vector<v1::RouteHop> JobLifecycle::Ring(const std::vector<Span>& spans) const {
-  const std::string& head = config_.node_id;
-  const std::string& at = config_.node_endpoint;
-  std::vector<v1::RouteHop> route;
-  route.push_back(Hop(head, at, v1::STAGE_EMBEDDING));
-  for (const Span& s : spans) route.push_back(Hop(s.node_id, s.endpoint, v1::STAGE_SHARD, s.layer_begin, s.layer_end));
-  route.push_back(Hop(head, at, v1::STAGE_LM_HEAD));
-  route.push_back(Hop(head, at, v1::STAGE_SAMPLER));
-  return route;
 }
 
 // SessionOpen to every shard of the job's route; Opened() goes on.
@@ -111,15 +89,8 @@ void JobLifecycle::OpenOnShards(Job& job, Clock::time_point now, Actions& out) {
   }
   for (const v1::RouteHop& hop : job.route) {
     if (hop.stage() != v1::STAGE_SHARD) continue;
-    v1::Envelope open = NewEnvelope();
-    v1::SessionOpen* o = open.mutable_session_open();
-    o->set_session_id(job.session_id);
-    for (const v1::RouteHop& h : job.route) *o->add_route() = h;
-    o->set_max_length(static_cast<uint32_t>(job.capacity));
-    *o->mutable_sampling() = job.sampling;
-    o->set_model_fingerprint(config_.fingerprint);
-    o->set_job_id(job.job_id);
-    out.push_back(ToNode{hop.node_id(), hop.endpoint(), job.session_id, std::move(open)});
+    SessionSetup setup{job.session_id, job.job_id, &job.route, job.capacity, &job.sampling, config_.fingerprint};
+    out.push_back(ToNode{hop.node_id(), hop.endpoint(), job.session_id, SessionOpenEnvelope(setup)});
   }
 }
 
@@ -152,16 +123,7 @@ Actions JobLifecycle::Opened(uint64_t session_id, const std::string& node_id, Cl
   start.opened = now;
   out.push_back(std::move(start));
   // The prefill: the whole prompt to the embedding, which chunks it.
-  Prefill prefill;
-  prefill.session_id = job.session_id;
-  v1::Step& step = prefill.step;
-  step.set_session_id(job.session_id);
-  step.set_step_id(0);
-  step.set_first_position(0);
-  step.set_token_count(static_cast<uint32_t>(job.prompt.size()));
-  for (int32_t id : job.prompt) step.add_token_ids(id);
-  for (const v1::RouteHop& h : job.route) *step.add_rest_of_route() = h;
-  out.push_back(std::move(prefill));
+  out.push_back(Prefill{job.session_id, PrefillStep(job.session_id, job.prompt, job.route)});
   return out;
 }
 
@@ -264,10 +226,7 @@ void JobLifecycle::CloseOnShards(const Job& job, const std::string& reason, Acti
                                  const std::string& skip) const {
   for (const v1::RouteHop& hop : job.route) {
     if (hop.stage() != v1::STAGE_SHARD || hop.node_id() == skip) continue;
-    v1::Envelope env = NewEnvelope();
-    env.mutable_session_close()->set_session_id(job.session_id);
-    env.mutable_session_close()->set_reason(reason);
-    out.push_back(ToNode{hop.node_id(), hop.endpoint(), job.session_id, std::move(env)});
+    out.push_back(ToNode{hop.node_id(), hop.endpoint(), job.session_id, SessionCloseEnvelope(job.session_id, reason)});
   }
 }
 
@@ -318,7 +277,7 @@ void JobLifecycle::Dispatch(uint64_t sid, v1::ErrorCode code, const std::string&
   const uint64_t moved = ++next_session_;
   job.state = job.sampler_holds ? JobState::kRerouting : JobState::kOpening;
   job.session_id = moved;
-  job.route = Ring(*spans);
+  job.route = Ring(config_.node_id, config_.node_endpoint, *spans);
   if (job.sampler_holds) out.push_back(SamplerMove{sid, moved, job.route});
   job_sessions_[job.job_id] = moved;
   Job& stored = jobs_[moved] = std::move(job);

@@ -10,30 +10,32 @@
 // session (a new id, fresh caches on the new route's shards); the job id
 // stays.
 //
-//   Submit: JobStatus RUNNING, SessionOpen × route
-//      │
-//      ▼                    last SessionOpened: SamplerStart, Prefill
-//   kOpening ─────────────────────────────────────────────────▶ kRunning
-//    │    ▲                                                       │    ▲
-//    │    │ its turn, no sampler copy:              node on the   │    │ last SessionOpened:
-//    │    │ SessionOpen × new route                 route down:   │    │ SamplerResume
-//    │    │                                         SessionClose  │    │
-//    │    │          its turn, sampler copy:        × survivors,  ▼    │
-//    │   kQueued ──── SamplerMove, SessionOpen ───▶ SamplerMove,  kRerouting
-//    │    ▲           × new route                   SessionOpen ──▶    │
-//    │    │                                         × new route        │
-//    └────┴──── retryable CACHE_FULL: SessionClose × route, ◀─────────┘
-//               JOB_QUEUED to the client
+//             Submit: JobStatus RUNNING, SessionOpen × route
+//                │
+//                ▼            last SessionOpened: SamplerStart, Prefill
+//     ┌──────▶ kOpening ──────────────────────────────────────────▶ kRunning
+//     │          │                                                  │    ▲
+//     │          │ retryable CACHE_FULL:                  node down │    │ last SessionOpened:
+//     │          │ SessionClose × route,                  (below)   │    │ SamplerResume
+//     │          ▼ JOB_QUEUED                                       ▼    │
+//     └─────── kQueued ◀────────── retryable CACHE_FULL ────────── kRerouting
+//   its turn,    │                                                  ▲
+//   no sampler   └──── its turn, sampler copy: SamplerMove, ────────┘
+//   copy: SessionOpen        SessionOpen × new route
+//   × new route
 //
-//   kOpening or kRerouting, node on the route down: SessionClose × survivors,
-//   SessionOpen × new route (same state; SamplerMove when the sampler holds a copy).
+//   A node on the route down (kOpening, kRunning or kRerouting): SessionClose
+//   × the surviving shards; the job takes a new route as a new session
+//   (SessionOpen × new route) — kRerouting with a SamplerMove when the sampler
+//   holds a copy, else kOpening.
 //
 //   Any state ──▶ kFinished: the sampler is done, an error, a timeout, cancel,
 //   the client gone, no route. An Error to the client (unless done),
 //   SamplerDrop when the sampler holds a copy, SessionClose × the route; the
 //   job is forgotten.
 //
-// Rules, as the head has always kept them:
+// Rules (those of the scheduler before this split; the queue timeout, which
+// never fired there, now does):
 // * Open timeout: a round of SessionOpen unanswered for `open_timeout` (30 s)
 //   fails the job TIMEOUT naming the silent nodes.
 // * Queue: a retryable CACHE_FULL while opening (or rerouting) closes this
@@ -189,7 +191,6 @@ class JobLifecycle {
     std::optional<Clock::time_point> noticed;       // last JOB_QUEUED sent
   };
 
-  std::vector<v1::RouteHop> Ring(const std::vector<Span>& spans) const;
   void OpenOnShards(Job& job, Clock::time_point now, Actions& out);
   void CloseOnShards(const Job& job, const std::string& reason, Actions& out, const std::string& skip = "") const;
   void Fail(uint64_t session_id, const v1::Error& error, Clock::time_point now, Actions& out);
