@@ -1,41 +1,56 @@
-// Scheduler: takes jobs from clients, runs each as one session round the
-// ring, and keeps the registry of shard nodes (head).
+// Scheduler: the head's actor for jobs, sessions and the registry of shard
+// nodes. It decodes what arrives, hands it to the job life cycle
+// (scheduling/job_lifecycle.h: the states, the queue, rerouting, timeouts)
+// or to admission and the metrics fan-out (scheduling/admission.h,
+// scheduling/metrics_query.h), and sends what they decide. It decides
+// nothing itself beyond the model fingerprint check of an announce.
 //
 // Protocol:
-//   WireMessage{job_submit}        (a prompt, or a chat conversation of
-//                                  system/user/assistant turns) tokenize, pick a route, answer JobStatus
-//                                  RUNNING, send SessionOpen (max_length =
-//                                  prompt + max_tokens) to every shard on it
+//   WireMessage{job_submit}        admit (sampling params, prompt or chat turns,
+//                                  tokenize, context length; BAD_REQUEST
+//                                  otherwise), route (NO_ROUTE otherwise),
+//                                  answer JobStatus RUNNING, send SessionOpen
+//                                  (max_length = min(context, prompt +
+//                                  max_tokens)) to every shard on the route
 //   WireMessage{session_opened}    a shard reserved its cache; when all have,
 //                                  start the Sampler's session and send the
-//                                  prompt to the Embedding (the prefill)
-//   WireMessage{error}             a shard refused or failed a session
-//                                  (CACHE_FULL, ...): the job fails
-//   WireMessage{job_cancel}        cancel the job
-//   WireMessage{job_status_query}  answer JobStatus
-//   WireMessage{registry_announce} a shard (re)announces its layers and endpoint
-//   WireMessage{metrics_snapshot}  a client's query: ask every shard, answer
-//                                  one merged snapshot ("<node>/<name>" keys,
-//                                  plus "<head>/route_ready" 1|0: can a job be
-//                                  routed through every layer now);
-//                                  or a shard's answer to such a query
-//   SessionDone                    from the Sampler: close the session on every shard
-//   SessionFailed                  from any stage: fail the job, close the session
+//                                  prompt to the Embedding (the prefill) — or,
+//                                  for a rerouted job, SessionResume
+//   WireMessage{error}             a shard refused or failed a session: a
+//                                  retryable CACHE_FULL before the job runs
+//                                  queues it (JobStatus QUEUED to the client,
+//                                  the round's sessions closed, retried oldest
+//                                  first as cache frees; CACHE_FULL after
+//                                  10 min); any other error fails the job
+//   WireMessage{job_cancel}        CANCELLED (or UNKNOWN_JOB)
+//   WireMessage{job_status_query}  JobStatus RUNNING or QUEUED (or UNKNOWN_JOB)
+//   WireMessage{registry_announce} a shard (re)announces its layers and
+//                                  endpoint (WRONG_MODEL for another model)
+//   WireMessage{heartbeat}         a known shard is alive
+//   WireMessage{metrics_snapshot}  a client's query: ask every live shard,
+//                                  answer one merged snapshot ("<node>/<name>"
+//                                  keys, "<head>/route_ready" 1|0, and
+//                                  "<node>/unreachable" 1 for a node silent for
+//                                  2 s); or a shard's answer to such a query
+//   SessionDone                    from the Sampler: close the session everywhere
+//   SessionFailed                  from any stage: as WireMessage{error}
 //   PeerGone                       a client left: cancel its jobs
-//   NodeDown                       a shard's connection dropped: fail the
-//                                  jobs routed through it, unregister it
-//   tick_atom                      time out opens and metrics queries
+//   NodeDown                       a shard's connection dropped: a learned node
+//                                  leaves the registry and every job routed
+//                                  through it goes on over another route (the
+//                                  sampler replays what it generated); without
+//                                  one, or after 4 route changes, the job fails
+//                                  UNAVAILABLE. Config nodes stay registered.
+//   tick_atom (200 ms)             heartbeat expiry (as NodeDown), open
+//                                  timeout (30 s: TIMEOUT naming the silent
+//                                  shards), queue notices and timeout, the next
+//                                  queued job's try, metrics query deadlines
 //   retry_atom                     resend what backpressure held back
 //
-// Session life:
-//
-//   submitted ──SessionOpen×N──▶ opening ──all SessionOpened──▶ running
-//       │                           │ Error / timeout              │ SessionDone / SessionFailed / cancel
-//       ▼                           ▼                              ▼
-//   Error to client          Error to client, close       Finish (sampler) or Error, SessionClose×N
-//
-// A failing job gets an explicit Error naming the problem; every other job
-// goes on untouched.
+// A SessionOpen or prefill that cannot be sent fails its job (UNAVAILABLE,
+// INTERNAL). A failing job gets an explicit Error naming the problem; every
+// other job goes on untouched. When the head stops, every job's client gets
+// UNAVAILABLE.
 #pragma once
 
 #include <caf/fwd.hpp>

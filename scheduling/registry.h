@@ -20,7 +20,7 @@
 
 #include "pipeline/status.h"
 
-namespace troupe::actors {
+namespace troupe::scheduling {
 
 struct ShardEntry {
   std::string node_id;
@@ -77,4 +77,4 @@ class Registry {
   std::map<int64_t, uint64_t> turn_;  // round-robin counter per span start
 };
 
-}  // namespace troupe::actors
+}  // namespace troupe::scheduling

@@ -1,8 +1,8 @@
-#include "actors/registry.h"
+#include "scheduling/registry.h"
 
 #include <algorithm>
 
-namespace troupe::actors {
+namespace troupe::scheduling {
 
 void Registry::Upsert(ShardEntry entry) {
   auto it = nodes_.find(entry.node_id);
@@ -81,4 +81,4 @@ bool Registry::Routable(int64_t n_layers, std::chrono::steady_clock::time_point 
   return Spans(n_layers, now).ok();
 }
 
-}  // namespace troupe::actors
+}  // namespace troupe::scheduling

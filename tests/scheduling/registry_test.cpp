@@ -1,9 +1,9 @@
-// The registry's routes: spans over live nodes, replicas in turn, expiry.
+// Registry: routes over spans, replicas in turn, expiry of silent nodes.
+#include "scheduling/registry.h"
+
 #include <gtest/gtest.h>
 
-#include "actors/registry.h"
-
-namespace troupe::actors {
+namespace troupe::scheduling {
 namespace {
 
 TEST(RegistryTest, RoutableDoesNotTakeATurn) {
@@ -69,4 +69,4 @@ TEST(RegistryTest, HeartbeatsKeepKnownNodesAliveAndSilentOnesExpire) {
 }
 
 }  // namespace
-}  // namespace troupe::actors
+}  // namespace troupe::scheduling

@@ -1,0 +1,218 @@
+// JobLifecycle: every job the head runs, from an admitted JobSubmit to its
+// end — which route it takes, when its sessions open and close, when it
+// waits for KV cache, how it goes on after a node dies — as plain data and
+// decisions. Each input is a method call with the time passed in; each
+// returns the Actions (actions.h) the scheduler actor then carries out. No
+// clock, no sockets, no actors: the same inputs give the same actions.
+//
+// A job runs as one session round the ring (embedding, the shards of its
+// route, LM head, sampler). When its route changes it goes on as a new
+// session (a new id, fresh caches on the new route's shards); the job id
+// stays.
+//
+//             Submit: JobStatus RUNNING, SessionOpen × route
+//                │
+//                ▼            last SessionOpened: SamplerStart, Prefill
+//     ┌──────▶ kOpening ──────────────────────────────────────────▶ kRunning
+//     │          │                                                  │    ▲
+//     │          │ retryable CACHE_FULL:                  node down │    │ last SessionOpened:
+//     │          │ SessionClose × route,                  (below)   │    │ SamplerResume
+//     │          ▼ JOB_QUEUED                                       ▼    │
+//     └─────── kQueued ◀────────── retryable CACHE_FULL ────────── kRerouting
+//   its turn,    │                                                  ▲
+//   no sampler   └──── its turn, sampler copy: SamplerMove, ────────┘
+//   copy: SessionOpen        SessionOpen × new route
+//   × new route
+//
+//   A node on the route down (kOpening, kRunning or kRerouting): SessionClose
+//   × the surviving shards; the job takes a new route as a new session
+//   (SessionOpen × new route) — kRerouting with a SamplerMove when the sampler
+//   holds a copy, else kOpening.
+//
+//   Any state ──▶ kFinished: the sampler is done, an error, a timeout, cancel,
+//   the client gone, no route. An Error to the client (unless done),
+//   SamplerDrop when the sampler holds a copy, SessionClose × the route; the
+//   job is forgotten.
+//
+// Rules (those of the scheduler before this split; the queue timeout, which
+// never fired there, now does):
+// * Open timeout: a round of SessionOpen unanswered for `open_timeout` (30 s)
+//   fails the job TIMEOUT naming the silent nodes.
+// * Queue: a retryable CACHE_FULL while opening (or rerouting) closes this
+//   round's sessions and queues the job; another shard's CACHE_FULL of the same
+//   round and late SessionOpened for it are ignored. Queued jobs get their next
+//   try oldest first, one try at a time, on every close and tick; each try
+//   asks the registry for a route (replicas take turns). A job queued longer
+//   than `queue_timeout` (10 min) fails CACHE_FULL; meanwhile its client gets
+//   JOB_QUEUED at least every `queue_notice` (10 s).
+// * Node down: jobs whose route has the node (queued ones excepted: they hold
+//   nothing) go on over a route without it; a job that holds a sampler copy
+//   moves it (SamplerMove) and resumes it once every new shard is open
+//   (SamplerResume). Without a route the job fails UNAVAILABLE naming the
+//   node; after `max_reroutes` (4) route changes the next one fails it too.
+//   Nodes from the config (fixed) are never removed, so their loss reroutes
+//   nothing; a learned node leaves the registry until it announces again.
+// * Ids: session ids count up from `first_session_id` (random in the head, so
+//   a restarted head does not reuse ids its shards may still hold); job ids
+//   are the client's when free, else the next free one. A job without a seed
+//   gets Mix64(its first session id). A session reserves
+//   min(max_positions, prompt + max_tokens) cache positions.
+//
+// Thread-safety: none (the scheduler actor's own). The registry is owned here.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "messages/troupe.pb.h"
+#include "pipeline/sampling/sampling_params.h"
+#include "scheduling/actions.h"
+#include "scheduling/admission.h"
+#include "scheduling/client.h"
+#include "scheduling/registry.h"
+
+namespace troupe::scheduling {
+
+enum class JobState {
+  kOpening,    // SessionOpen sent to the route's shards; the sampler holds nothing
+  kRunning,    // every shard open; the sampler owns the generation
+  kQueued,     // refused for want of cache: no session open anywhere, waits its turn
+  kRerouting,  // on a new route; the sampler holds the generation so far, to replay
+  kFinished,   // done, failed or cancelled: the job is forgotten at once
+};
+
+const char* JobStateName(JobState state);
+
+// SplitMix64's finalizer: the seed of a job that did not set one.
+uint64_t Mix64(uint64_t x);
+
+struct LifecycleConfig {
+  std::string node_id;        // the head: embedding, LM head and sampler
+  std::string node_endpoint;  // where the head's stages listen
+  std::string fingerprint;    // of the model, sent with every SessionOpen
+  int64_t n_layers = 0;
+  int64_t max_positions = 0;
+  uint64_t first_session_id = 0;  // the first session is first_session_id + 1
+  std::chrono::milliseconds open_timeout = std::chrono::seconds(30);
+  int max_reroutes = 4;
+  std::chrono::milliseconds queue_timeout = std::chrono::minutes(10);
+  std::chrono::milliseconds queue_notice = std::chrono::seconds(10);
+};
+
+class JobLifecycle {
+ public:
+  JobLifecycle(LifecycleConfig config, Registry registry);
+
+  Registry& registry() { return registry_; }
+  const Registry& registry() const { return registry_; }
+
+  // ----------------------------------------------------------- inputs
+
+  // The id a JobSubmit gets: `asked` when non-zero and no live job has it,
+  // else the next free one. Call before Admit so refusals name the job.
+  uint64_t TakeJobId(uint64_t asked);
+
+  // An admitted job: NO_ROUTE to the client when the registry has none;
+  // else JobStatus RUNNING and SessionOpen to every shard (kOpening).
+  Actions Submit(uint64_t job_id, const Client& client, uint64_t request_id, AdmittedJob job, Clock::time_point now);
+
+  // A shard reserved its cache. The last of the round starts the job
+  // (SamplerStart + Prefill) or resumes it (SamplerResume) -> kRunning.
+  // Unknown sessions and answers to a queued job's round are ignored.
+  Actions Opened(uint64_t session_id, const std::string& node_id, Clock::time_point now);
+
+  // A shard or stage refused or failed the session: a retryable CACHE_FULL
+  // before kRunning queues the job, anything else fails it. Unknown sessions
+  // are ignored.
+  Actions Failed(uint64_t session_id, const v1::Error& error, Clock::time_point now);
+
+  // The executor could not send a SessionOpen or the Prefill of `session_id`:
+  // the job fails with `code` and `text`, reported by the head.
+  Actions SendFailed(uint64_t session_id, v1::ErrorCode code, const std::string& text, Clock::time_point now);
+
+  // The sampler finished the session (Finish already sent): close it -> kFinished.
+  Actions Done(uint64_t session_id, Clock::time_point now);
+
+  // A client cancels job `job_id`: CANCELLED to the job's client, or
+  // UNKNOWN_JOB to `from` when there is no such job.
+  Actions Cancel(const Client& from, uint64_t request_id, uint64_t job_id, Clock::time_point now);
+
+  // JobStatus (QUEUED while kQueued, else RUNNING) or UNKNOWN_JOB.
+  Actions Status(const Client& from, uint64_t request_id, uint64_t job_id) const;
+
+  // `client` left: each of its jobs ends CANCELLED.
+  Actions ClientGone(const Client& client, Clock::time_point now);
+
+  // Node `node_id` is gone (`how`: "disconnected", "stopped answering ...").
+  Actions NodeDown(const std::string& node_id, const std::string& how, Clock::time_point now);
+
+  // Housekeeping, every tick: nodes silent past the registry's ttl go down;
+  // JOB_QUEUED notices; open and queue timeouts; the oldest queued job's try.
+  Actions Tick(Clock::time_point now);
+
+  // The head stops: UNAVAILABLE to every job's client; every job is forgotten.
+  Actions Shutdown();
+
+  // ---------------------------------------------------------- queries
+
+  bool Has(uint64_t session_id) const { return jobs_.count(session_id) != 0; }
+  // The job's state; nullopt for a job never seen or already finished.
+  std::optional<JobState> StateOf(uint64_t job_id) const;
+  // The job's current session id, 0 for none.
+  uint64_t SessionOf(uint64_t job_id) const;
+  size_t size() const { return jobs_.size(); }
+  // Jobs that ever had to wait for cache.
+  uint64_t jobs_queued_total() const { return jobs_queued_total_; }
+
+ private:
+  struct Job {
+    uint64_t job_id = 0;
+    uint64_t session_id = 0;
+    uint64_t request_id = 0;
+    Client client;
+    bool stream = true;
+    std::vector<int32_t> prompt;
+    SamplingParams params;
+    v1::SamplingParams sampling;  // as sent to the shards (seed set)
+    int64_t capacity = 0;
+    std::vector<v1::RouteHop> route;  // the ring, embedding first
+    std::set<std::string> waiting;    // shards yet to confirm this round's SessionOpen
+    JobState state = JobState::kOpening;
+    bool sampler_holds = false;  // the sampler has the generation (started once)
+    int reroutes = 0;
+    Clock::time_point submitted;
+    Clock::time_point attempt;                      // when this round of SessionOpen began
+    std::optional<Clock::time_point> queued_since;  // first refusal for want of cache
+    std::optional<Clock::time_point> noticed;       // last JOB_QUEUED sent
+  };
+
+  void OpenOnShards(Job& job, Clock::time_point now, Actions& out);
+  void CloseOnShards(const Job& job, const std::string& reason, Actions& out, const std::string& skip = "") const;
+  void Fail(uint64_t session_id, const v1::Error& error, Clock::time_point now, Actions& out);
+  void End(uint64_t session_id, const v1::Error& error, Clock::time_point now, Actions& out);
+  void Close(uint64_t session_id, const std::string& reason, Clock::time_point now, Actions& out);
+  void Enqueue(Job& job, const v1::Error& why, Clock::time_point now, Actions& out);
+  void NoticeQueued(Job& job, Clock::time_point now, Actions& out);
+  void DispatchQueued(Clock::time_point now, Actions& out);
+  void Dispatch(uint64_t session_id, v1::ErrorCode code, const std::string& why, Clock::time_point now,
+                Actions& out);
+  void Reroute(uint64_t session_id, const std::string& dead, const std::string& how, Clock::time_point now,
+               Actions& out);
+  void Down(const std::string& node_id, const std::string& how, Clock::time_point now, Actions& out);
+  v1::Error HeadError(v1::ErrorCode code, const std::string& text, uint64_t session_id) const;
+
+  LifecycleConfig config_;
+  Registry registry_;
+  std::map<uint64_t, Job> jobs_;               // by session id
+  std::map<uint64_t, uint64_t> job_sessions_;  // job id -> session id
+  uint64_t next_job_ = 0;
+  uint64_t next_session_ = 0;
+  uint64_t jobs_queued_total_ = 0;
+};
+
+}  // namespace troupe::scheduling

@@ -1,0 +1,61 @@
+#include "scheduling/session_messages.h"
+
+#include "messages/envelope_codec.h"
+
+namespace troupe::scheduling {
+namespace {
+
+v1::RouteHop Hop(const std::string& node, const std::string& endpoint, v1::Stage stage, int64_t begin = 0,
+                 int64_t end = 0) {
+  v1::RouteHop h;
+  h.set_node_id(node);
+  h.set_endpoint(endpoint);
+  h.set_stage(stage);
+  h.set_layer_begin(static_cast<uint32_t>(begin));
+  h.set_layer_end(static_cast<uint32_t>(end));
+  return h;
+}
+
+}  // namespace
+
+std::vector<v1::RouteHop> Ring(const std::string& head, const std::string& endpoint,
+                               const std::vector<Span>& spans) {
+  std::vector<v1::RouteHop> route;
+  route.push_back(Hop(head, endpoint, v1::STAGE_EMBEDDING));
+  for (const Span& s : spans) route.push_back(Hop(s.node_id, s.endpoint, v1::STAGE_SHARD, s.layer_begin, s.layer_end));
+  route.push_back(Hop(head, endpoint, v1::STAGE_LM_HEAD));
+  route.push_back(Hop(head, endpoint, v1::STAGE_SAMPLER));
+  return route;
+}
+
+v1::Envelope SessionOpenEnvelope(const SessionSetup& setup) {
+  v1::Envelope open = NewEnvelope();
+  v1::SessionOpen* o = open.mutable_session_open();
+  o->set_session_id(setup.session_id);
+  for (const v1::RouteHop& h : *setup.route) *o->add_route() = h;
+  o->set_max_length(static_cast<uint32_t>(setup.capacity));
+  *o->mutable_sampling() = *setup.sampling;
+  o->set_model_fingerprint(setup.fingerprint);
+  o->set_job_id(setup.job_id);
+  return open;
+}
+
+v1::Envelope SessionCloseEnvelope(uint64_t session_id, const std::string& reason) {
+  v1::Envelope env = NewEnvelope();
+  env.mutable_session_close()->set_session_id(session_id);
+  env.mutable_session_close()->set_reason(reason);
+  return env;
+}
+
+v1::Step PrefillStep(uint64_t session_id, const std::vector<int32_t>& prompt, const std::vector<v1::RouteHop>& route) {
+  v1::Step step;
+  step.set_session_id(session_id);
+  step.set_step_id(0);
+  step.set_first_position(0);
+  step.set_token_count(static_cast<uint32_t>(prompt.size()));
+  for (int32_t id : prompt) step.add_token_ids(id);
+  for (const v1::RouteHop& h : route) *step.add_rest_of_route() = h;
+  return step;
+}
+
+}  // namespace troupe::scheduling

@@ -1,0 +1,90 @@
+// Admission: every refusal, in order, and what an admitted job carries.
+#include "scheduling/admission.h"
+
+#include <gtest/gtest.h>
+
+namespace troupe::scheduling {
+namespace {
+
+// One token per byte of the prompt, or of each message's content; a prompt
+// "fail" does not tokenize.
+Result<std::vector<int32_t>> ByteTokens(const PromptRequest& r) {
+  if (r.prompt == "fail") return Status::InvalidArgument("cannot tokenize");
+  std::string text = r.prompt;
+  for (const ChatMessage& m : r.messages) text += m.content;
+  return std::vector<int32_t>(text.begin(), text.end());
+}
+
+v1::JobSubmit Submit(const std::string& prompt) {
+  v1::JobSubmit s;
+  s.set_prompt(prompt);
+  s.mutable_sampling()->set_max_tokens(4);
+  return s;
+}
+
+TEST(AdmissionTest, AdmitsAPrompt) {
+  v1::JobSubmit s = Submit("abc");
+  s.set_stream(true);
+  WireResult<AdmittedJob> job = Admit(s, ByteTokens, 16);
+  ASSERT_TRUE(job.ok()) << job.error().text;
+  EXPECT_EQ(job->prompt, (std::vector<int32_t>{'a', 'b', 'c'}));
+  EXPECT_EQ(job->params.max_tokens, 4);
+  EXPECT_FALSE(job->seed_given);
+  EXPECT_TRUE(job->stream);
+  s.mutable_sampling()->set_seed(3);
+  job = Admit(s, ByteTokens, 16);
+  ASSERT_TRUE(job.ok());
+  EXPECT_TRUE(job->seed_given);
+  EXPECT_EQ(job->params.seed, 3u);
+}
+
+TEST(AdmissionTest, AdmitsAChatAsAConversation) {
+  v1::JobSubmit s = Submit("");
+  s.set_system("be brief");
+  v1::ChatMessage* m = s.add_chat();
+  m->set_role("user");
+  m->set_content("hi");
+  bool seen = false;
+  auto tokenize = [&](const PromptRequest& r) {
+    seen = r.chat && r.system == "be brief" && r.messages.size() == 1 && r.messages[0].role == "user";
+    return ByteTokens(r);
+  };
+  ASSERT_TRUE(Admit(s, tokenize, 16).ok());
+  EXPECT_TRUE(seen);
+}
+
+TEST(AdmissionTest, RefusesWhatCannotRun) {
+  auto refusal = [](const v1::JobSubmit& s, int64_t max_positions = 16) {
+    WireResult<AdmittedJob> r = Admit(s, ByteTokens, max_positions);
+    EXPECT_FALSE(r.ok());
+    return r.ok() ? WireError{} : r.error();
+  };
+  v1::JobSubmit session = Submit("abc");
+  session.set_session_id(3);
+  EXPECT_EQ(refusal(session).code, v1::BAD_REQUEST);
+  EXPECT_NE(refusal(session).text.find("continuing a session"), std::string::npos);
+
+  v1::JobSubmit params = Submit("abc");
+  params.mutable_sampling()->set_max_tokens(0);
+  EXPECT_NE(refusal(params).code, v1::ERROR_CODE_UNSPECIFIED);
+
+  v1::JobSubmit both = Submit("abc");
+  both.add_chat()->set_role("user");
+  EXPECT_EQ(refusal(both).text, "a job has either a prompt or chat messages");
+
+  v1::JobSubmit role = Submit("");
+  role.add_chat()->set_role("user");
+  role.add_chat()->set_role("robot");
+  EXPECT_EQ(refusal(role).text, "chat message 1: unknown role 'robot' (system, user, assistant)");
+
+  EXPECT_EQ(refusal(Submit("fail")).code, v1::BAD_REQUEST);
+  EXPECT_NE(refusal(Submit("fail")).text.find("cannot tokenize"), std::string::npos);
+
+  const WireError long_prompt = refusal(Submit("0123456789"), 10);
+  EXPECT_EQ(long_prompt.code, v1::BAD_REQUEST);
+  EXPECT_EQ(long_prompt.text, "the prompt has 10 tokens; the model's context is 10");
+  EXPECT_TRUE(Admit(Submit("012345678"), ByteTokens, 10).ok());
+}
+
+}  // namespace
+}  // namespace troupe::scheduling

@@ -1,0 +1,480 @@
+// JobLifecycle: one test per transition, asserting the actions it decides.
+#include "scheduling/job_lifecycle.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace troupe::scheduling {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::minutes;
+using std::chrono::seconds;
+
+const Client kClient{7, "client-7"};
+const Client kOther{8, "client-8"};
+constexpr uint64_t kFirst = 1000;  // sessions are 1001, 1002, ...
+
+// "Reply ToNode ToNode ...": the kinds of `actions` in order.
+std::string Kinds(const Actions& actions) {
+  static const char* kNames[] = {"Reply",         "ToNode",      "SamplerStart", "SamplerMove",
+                                 "SamplerResume", "SamplerDrop", "Prefill",      "Log"};
+  std::string out;
+  for (const Action& a : actions) out += (out.empty() ? "" : " ") + std::string(kNames[a.index()]);
+  return out;
+}
+
+template <class T>
+std::vector<T> All(const Actions& actions) {
+  std::vector<T> out;
+  for (const Action& a : actions) {
+    if (const T* t = std::get_if<T>(&a)) out.push_back(*t);
+  }
+  return out;
+}
+
+// "open a 1001", "close b 1001 queued": the ToNode actions in order.
+std::vector<std::string> NodeMessages(const Actions& actions) {
+  std::vector<std::string> out;
+  for (const ToNode& t : All<ToNode>(actions)) {
+    if (t.envelope.has_session_open()) {
+      out.push_back("open " + t.node_id + " " + std::to_string(t.envelope.session_open().session_id()));
+    } else {
+      out.push_back("close " + t.node_id + " " + std::to_string(t.envelope.session_close().session_id()) + " " +
+                    t.envelope.session_close().reason());
+    }
+  }
+  return out;
+}
+
+v1::Error CacheFull(const std::string& node, uint64_t sid, bool retryable = true) {
+  v1::Error e;
+  e.set_code(v1::CACHE_FULL);
+  e.set_text("no room");
+  e.set_node_id(node);
+  e.set_session_id(sid);
+  e.set_retryable(retryable);
+  return e;
+}
+
+AdmittedJob Prompt(size_t tokens = 3, int32_t max_tokens = 8) {
+  AdmittedJob job;
+  for (size_t i = 0; i < tokens; ++i) job.prompt.push_back(static_cast<int32_t>(10 + i));
+  job.params.max_tokens = max_tokens;
+  return job;
+}
+
+class JobLifecycleTest : public ::testing::Test {
+ protected:
+  // Layers [0, 4): a serves [0, 2), b (and, when asked, b2) [2, 4).
+  void Make(bool fixed, bool replica = false) {
+    LifecycleConfig c;
+    c.node_id = "head";
+    c.node_endpoint = "tcp://head";
+    c.fingerprint = "fp";
+    c.n_layers = 4;
+    c.max_positions = 64;
+    c.first_session_id = kFirst;
+    Registry r;
+    r.Upsert(ShardEntry{"a", "tcp://a", 0, 2, fixed, t0});
+    r.Upsert(ShardEntry{"b", "tcp://b", 2, 4, fixed, t0});
+    if (replica) r.Upsert(ShardEntry{"b2", "tcp://b2", 2, 4, fixed, t0});
+    lc = std::make_unique<JobLifecycle>(c, std::move(r));
+  }
+
+  // A submitted job (first_session + n) whose shards all opened.
+  uint64_t Running(uint64_t job_id, const Client& client = kClient) {
+    lc->Submit(job_id, client, 50 + job_id, Prompt(), t0);
+    const uint64_t sid = lc->SessionOf(job_id);
+    lc->Opened(sid, "a", t0);
+    lc->Opened(sid, "b", t0);
+    lc->Opened(sid, "b2", t0);
+    EXPECT_EQ(lc->StateOf(job_id), JobState::kRunning);
+    return sid;
+  }
+
+  // A submitted job refused for want of cache at `when`.
+  uint64_t Queued(uint64_t job_id, Clock::time_point when) {
+    lc->Submit(job_id, kClient, 50 + job_id, Prompt(), when);
+    const uint64_t sid = lc->SessionOf(job_id);
+    lc->Failed(sid, CacheFull("a", sid), when);
+    EXPECT_EQ(lc->StateOf(job_id), JobState::kQueued);
+    return sid;
+  }
+
+  const Clock::time_point t0 = Clock::time_point() + std::chrono::hours(1);
+  std::unique_ptr<JobLifecycle> lc;
+};
+
+TEST_F(JobLifecycleTest, SubmitAnswersRunningAndOpensOnEveryShard) {
+  Make(true);
+  Actions out = lc->Submit(5, kClient, 42, Prompt(3, 8), t0);
+  EXPECT_EQ(Kinds(out), "Reply ToNode ToNode");
+  const Reply& reply = std::get<Reply>(out[0]);
+  EXPECT_EQ(reply.client, kClient);
+  EXPECT_EQ(reply.envelope.request_id(), 42u);
+  EXPECT_EQ(reply.envelope.job_status().state(), v1::JOB_RUNNING);
+  EXPECT_EQ(reply.envelope.job_status().session_id(), kFirst + 1);
+  EXPECT_EQ(NodeMessages(out), (std::vector<std::string>{"open a 1001", "open b 1001"}));
+  const v1::SessionOpen& open = std::get<ToNode>(out[1]).envelope.session_open();
+  EXPECT_EQ(open.max_length(), 11u);  // prompt + max_tokens
+  EXPECT_EQ(open.sampling().seed(), Mix64(kFirst + 1));
+  EXPECT_EQ(open.model_fingerprint(), "fp");
+  EXPECT_EQ(open.job_id(), 5u);
+  ASSERT_EQ(open.route_size(), 5);  // embedding, a, b, LM head, sampler
+  EXPECT_EQ(open.route(0).stage(), v1::STAGE_EMBEDDING);
+  EXPECT_EQ(open.route(2).node_id(), "b");
+  EXPECT_EQ(open.route(4).stage(), v1::STAGE_SAMPLER);
+  EXPECT_EQ(lc->StateOf(5), JobState::kOpening);
+}
+
+TEST_F(JobLifecycleTest, CapacityIsCappedByTheContextAndAGivenSeedIsKept) {
+  Make(true);
+  AdmittedJob job = Prompt(10, 100);
+  job.seed_given = true;
+  job.params.seed = 99;
+  Actions out = lc->Submit(5, kClient, 42, job, t0);
+  const v1::SessionOpen& open = std::get<ToNode>(out[1]).envelope.session_open();
+  EXPECT_EQ(open.max_length(), 64u);
+  EXPECT_EQ(open.sampling().seed(), 99u);
+}
+
+TEST_F(JobLifecycleTest, SubmitWithoutARouteIsNoRoute) {
+  Make(true);
+  lc->registry().Remove("b");
+  Actions out = lc->Submit(5, kClient, 42, Prompt(), t0);
+  ASSERT_EQ(Kinds(out), "Reply");
+  const v1::Error& e = std::get<Reply>(out[0]).envelope.error();
+  EXPECT_EQ(e.code(), v1::NO_ROUTE);
+  EXPECT_EQ(e.job_id(), 5u);
+  EXPECT_NE(e.text().find("layer 2"), std::string::npos) << e.text();
+  EXPECT_EQ(lc->StateOf(5), std::nullopt);
+}
+
+TEST_F(JobLifecycleTest, JobIdsAreTheClientsWhenFree) {
+  Make(true);
+  EXPECT_EQ(lc->TakeJobId(9), 9u);
+  lc->Submit(9, kClient, 1, Prompt(), t0);
+  EXPECT_EQ(lc->TakeJobId(9), 1u);  // taken: the next free one
+  EXPECT_EQ(lc->TakeJobId(0), 2u);
+}
+
+TEST_F(JobLifecycleTest, AllOpenedStartsTheSamplerAndThePrefill) {
+  Make(true);
+  lc->Submit(5, kClient, 42, Prompt(3), t0);
+  const uint64_t sid = kFirst + 1;
+  EXPECT_TRUE(lc->Opened(sid, "a", t0 + seconds(1)).empty());
+  EXPECT_TRUE(lc->Opened(sid + 7, "b", t0).empty());  // another session
+  Actions out = lc->Opened(sid, "b", t0 + seconds(2));
+  ASSERT_EQ(Kinds(out), "SamplerStart Prefill");
+  const SamplerStart& start = std::get<SamplerStart>(out[0]);
+  EXPECT_EQ(start.session_id, sid);
+  EXPECT_EQ(start.job_id, 5u);
+  EXPECT_EQ(start.client, kClient);
+  EXPECT_EQ(start.request_id, 42u);
+  EXPECT_EQ(start.prompt, (std::vector<int32_t>{10, 11, 12}));
+  EXPECT_EQ(start.capacity, 11);
+  EXPECT_EQ(start.submitted, t0);
+  EXPECT_EQ(start.opened, t0 + seconds(2));
+  const v1::Step& step = std::get<Prefill>(out[1]).step;
+  EXPECT_EQ(step.session_id(), sid);
+  EXPECT_EQ(step.token_count(), 3u);
+  EXPECT_EQ(step.rest_of_route_size(), 5);
+  EXPECT_EQ(lc->StateOf(5), JobState::kRunning);
+  EXPECT_TRUE(lc->Opened(sid, "b", t0).empty());  // a repeat changes nothing
+}
+
+TEST_F(JobLifecycleTest, RetryableCacheFullWhileOpeningQueues) {
+  Make(true);
+  lc->Submit(5, kClient, 42, Prompt(), t0);
+  const uint64_t sid = kFirst + 1;
+  lc->Opened(sid, "b", t0);
+  Actions out = lc->Failed(sid, CacheFull("a", sid), t0);
+  EXPECT_EQ(Kinds(out), "ToNode ToNode Log Reply");
+  EXPECT_EQ(NodeMessages(out), (std::vector<std::string>{"close a 1001 queued", "close b 1001 queued"}));
+  const v1::JobStatus& js = std::get<Reply>(out[3]).envelope.job_status();
+  EXPECT_EQ(js.state(), v1::JOB_QUEUED);
+  EXPECT_EQ(js.job_id(), 5u);
+  EXPECT_EQ(lc->StateOf(5), JobState::kQueued);
+  EXPECT_EQ(lc->jobs_queued_total(), 1u);
+  // Another shard's refusal of the same round and a late SessionOpened: nothing.
+  EXPECT_TRUE(lc->Failed(sid, CacheFull("b", sid), t0).empty());
+  EXPECT_TRUE(lc->Opened(sid, "a", t0).empty());
+  EXPECT_EQ(lc->StateOf(5), JobState::kQueued);
+}
+
+TEST_F(JobLifecycleTest, CacheFullThatIsNotRetryableFails) {
+  Make(true);
+  lc->Submit(5, kClient, 42, Prompt(), t0);
+  Actions out = lc->Failed(kFirst + 1, CacheFull("a", kFirst + 1, false), t0);
+  EXPECT_EQ(Kinds(out), "Reply ToNode ToNode");
+  EXPECT_EQ(std::get<Reply>(out[0]).envelope.error().code(), v1::CACHE_FULL);
+  EXPECT_EQ(NodeMessages(out), (std::vector<std::string>{"close a 1001 failed", "close b 1001 failed"}));
+  EXPECT_EQ(lc->StateOf(5), std::nullopt);
+}
+
+TEST_F(JobLifecycleTest, ACloseDispatchesTheOldestQueuedJobOneAtATime) {
+  Make(true);
+  const uint64_t running = Running(1);
+  Queued(2, t0 + seconds(1));
+  Queued(3, t0 + seconds(2));
+  Actions out = lc->Done(running, t0 + seconds(3));
+  // Job 1 closes; job 2 (the oldest) tries as session 1004; job 3 waits.
+  EXPECT_EQ(NodeMessages(out), (std::vector<std::string>{"close a 1001 finished", "close b 1001 finished",
+                                                         "open a 1004", "open b 1004"}));
+  EXPECT_EQ(lc->StateOf(1), std::nullopt);
+  EXPECT_EQ(lc->StateOf(2), JobState::kOpening);
+  EXPECT_EQ(lc->SessionOf(2), 1004u);
+  EXPECT_EQ(lc->StateOf(3), JobState::kQueued);
+  EXPECT_TRUE(NodeMessages(lc->Tick(t0 + seconds(4))).empty());  // job 2 is trying
+  lc->Opened(1004, "a", t0 + seconds(4));
+  lc->Opened(1004, "b", t0 + seconds(4));
+  EXPECT_EQ(lc->StateOf(2), JobState::kRunning);
+  EXPECT_EQ(NodeMessages(lc->Tick(t0 + seconds(5))), (std::vector<std::string>{"open a 1005", "open b 1005"}));
+  EXPECT_EQ(lc->StateOf(3), JobState::kOpening);
+}
+
+TEST_F(JobLifecycleTest, ATickDispatchesAQueuedJobAndNoticesComeEveryTenSeconds) {
+  Make(true);
+  Queued(5, t0);
+  EXPECT_EQ(NodeMessages(lc->Tick(t0 + seconds(1))), (std::vector<std::string>{"open a 1002", "open b 1002"}));
+  // Refused again within 10 s of the last notice: closes, no notice.
+  EXPECT_EQ(Kinds(lc->Failed(1002, CacheFull("b", 1002), t0 + seconds(2))), "ToNode ToNode");
+  lc->Tick(t0 + seconds(3));
+  Actions out = lc->Failed(1003, CacheFull("b", 1003), t0 + seconds(11));
+  EXPECT_EQ(Kinds(out), "ToNode ToNode Reply");
+  EXPECT_EQ(std::get<Reply>(out[2]).envelope.job_status().state(), v1::JOB_QUEUED);
+  EXPECT_EQ(lc->jobs_queued_total(), 1u);  // counted once
+}
+
+TEST_F(JobLifecycleTest, QueuedTooLongFailsCacheFull) {
+  Make(true);
+  Running(1);
+  Queued(5, t0);
+  lc->Tick(t0 + seconds(9));  // dispatch: job 5 tries again and is refused again
+  lc->Failed(1003, CacheFull("a", 1003), t0 + seconds(9));
+  Actions out = lc->Tick(t0 + minutes(10) + seconds(1));
+  ASSERT_EQ(Kinds(out), "Reply ToNode ToNode");
+  const v1::Error& e = std::get<Reply>(out[0]).envelope.error();
+  EXPECT_EQ(e.code(), v1::CACHE_FULL);
+  EXPECT_EQ(e.job_id(), 5u);
+  EXPECT_NE(e.text().find("waited 600 s"), std::string::npos) << e.text();
+  EXPECT_EQ(lc->StateOf(5), std::nullopt);
+  EXPECT_EQ(lc->StateOf(1), JobState::kRunning);
+}
+
+TEST_F(JobLifecycleTest, OpenTimeoutFailsNamingTheSilentNodes) {
+  Make(true);
+  lc->Submit(5, kClient, 42, Prompt(), t0);
+  lc->Opened(kFirst + 1, "a", t0);
+  EXPECT_TRUE(lc->Tick(t0 + seconds(30)).empty());
+  Actions out = lc->Tick(t0 + seconds(31));
+  ASSERT_EQ(Kinds(out), "Reply ToNode ToNode");
+  const v1::Error& e = std::get<Reply>(out[0]).envelope.error();
+  EXPECT_EQ(e.code(), v1::TIMEOUT);
+  EXPECT_EQ(e.text(), "no answer to SessionOpen from b");
+  EXPECT_EQ(e.node_id(), "head");
+  EXPECT_EQ(lc->StateOf(5), std::nullopt);
+}
+
+TEST_F(JobLifecycleTest, NodeDownWhileRunningReroutesAndResumes) {
+  Make(false, /*replica=*/true);
+  const uint64_t sid = Running(5);  // over a and b (b2 is b's replica)
+  Actions out = lc->NodeDown("b", "disconnected", t0 + seconds(1));
+  EXPECT_EQ(Kinds(out), "ToNode Log SamplerMove ToNode ToNode");
+  EXPECT_EQ(NodeMessages(out), (std::vector<std::string>{"close a 1001 rerouted", "open a 1002", "open b2 1002"}));
+  const SamplerMove& move = std::get<SamplerMove>(out[2]);
+  EXPECT_EQ(move.old_id, sid);
+  EXPECT_EQ(move.new_id, 1002u);
+  EXPECT_EQ(move.route[2].node_id(), "b2");
+  EXPECT_EQ(lc->StateOf(5), JobState::kRerouting);
+  EXPECT_EQ(lc->registry().Find("b"), nullptr);  // until it announces again
+  EXPECT_TRUE(lc->Opened(1002, "a", t0).empty());
+  out = lc->Opened(1002, "b2", t0);
+  ASSERT_EQ(Kinds(out), "SamplerResume");
+  EXPECT_EQ(std::get<SamplerResume>(out[0]).session_id, 1002u);
+  EXPECT_EQ(lc->StateOf(5), JobState::kRunning);
+  out = lc->Status(kOther, 9, 5);
+  EXPECT_EQ(std::get<Reply>(out[0]).envelope.job_status().session_id(), 1002u);
+}
+
+TEST_F(JobLifecycleTest, NodeDownWhileOpeningReopensWithoutTheSampler) {
+  Make(false, /*replica=*/true);
+  lc->Submit(5, kClient, 42, Prompt(), t0);
+  Actions out = lc->NodeDown("b", "disconnected", t0);
+  EXPECT_EQ(Kinds(out), "ToNode Log ToNode ToNode");  // no SamplerMove: the sampler has nothing
+  EXPECT_EQ(lc->StateOf(5), JobState::kOpening);
+  lc->Opened(1002, "a", t0);
+  EXPECT_EQ(Kinds(lc->Opened(1002, "b2", t0)), "SamplerStart Prefill");
+}
+
+TEST_F(JobLifecycleTest, NodeDownWithoutAReplicaIsUnavailable) {
+  Make(false);
+  const uint64_t sid = Running(5);
+  Actions out = lc->NodeDown("b", "disconnected", t0);
+  EXPECT_EQ(Kinds(out), "ToNode Log Reply SamplerDrop ToNode ToNode");
+  const v1::Error& e = std::get<Reply>(out[2]).envelope.error();
+  EXPECT_EQ(e.code(), v1::UNAVAILABLE);
+  EXPECT_EQ(e.session_id(), sid);
+  EXPECT_EQ(e.text(), "node 'b' on the session's route disconnected and no other node can take its place: "
+                      "no shard serves layer 2 of 4");
+  EXPECT_EQ(std::get<SamplerDrop>(out[3]).session_id, sid);
+  EXPECT_EQ(lc->StateOf(5), std::nullopt);
+}
+
+TEST_F(JobLifecycleTest, TheFifthRouteChangeFails) {
+  Make(false, /*replica=*/true);
+  Running(5);  // over b
+  for (int i = 0; i < 4; ++i) {
+    // The replica in use dies, the job moves to the other one, the dead one comes back.
+    const std::string down = i % 2 == 0 ? "b" : "b2";
+    Actions out = lc->NodeDown(down, "disconnected", t0);
+    ASSERT_EQ(All<SamplerMove>(out).size(), 1u) << i;
+    lc->registry().Upsert(ShardEntry{down, "tcp://" + down, 2, 4, false, t0});
+    const uint64_t sid = lc->SessionOf(5);
+    for (const char* n : {"a", "b", "b2"}) lc->Opened(sid, n, t0);
+    ASSERT_EQ(lc->StateOf(5), JobState::kRunning);
+  }
+  Actions out = lc->NodeDown("b", "disconnected", t0);
+  ASSERT_EQ(Kinds(out).substr(0, 17), "Reply SamplerDrop");
+  const v1::Error& e = std::get<Reply>(out[0]).envelope.error();
+  EXPECT_EQ(e.code(), v1::UNAVAILABLE);
+  EXPECT_NE(e.text().find("(4 route changes already)"), std::string::npos) << e.text();
+  EXPECT_EQ(lc->StateOf(5), std::nullopt);
+}
+
+TEST_F(JobLifecycleTest, FixedNodesAreNeverTakenDown) {
+  Make(true);
+  Running(5);
+  EXPECT_TRUE(lc->NodeDown("b", "disconnected", t0).empty());
+  EXPECT_NE(lc->registry().Find("b"), nullptr);
+  EXPECT_TRUE(lc->NodeDown("stranger", "disconnected", t0).empty());
+  EXPECT_EQ(lc->StateOf(5), JobState::kRunning);
+}
+
+TEST_F(JobLifecycleTest, SilentNodesGoDownOnATick) {
+  Make(false, /*replica=*/true);
+  Running(5);
+  lc->registry().Touch("a", t0 + seconds(9));
+  lc->registry().Touch("b2", t0 + seconds(9));
+  Actions out = lc->Tick(t0 + seconds(11));  // b silent past the 10 s ttl
+  const std::vector<Log> logs = All<Log>(out);
+  ASSERT_EQ(logs.size(), 1u);
+  EXPECT_NE(logs[0].text.find("stopped answering (no heartbeat for 10 s)"), std::string::npos) << logs[0].text;
+  EXPECT_EQ(lc->StateOf(5), JobState::kRerouting);
+}
+
+TEST_F(JobLifecycleTest, QueuedJobsAreNotReroutedWhenANodeDies) {
+  Make(false, /*replica=*/true);
+  Queued(5, t0);
+  Actions out = lc->NodeDown("b", "disconnected", t0);
+  EXPECT_TRUE(out.empty());
+  EXPECT_EQ(lc->StateOf(5), JobState::kQueued);
+}
+
+TEST_F(JobLifecycleTest, ARefusedRerouteQueuesAndKeepsResumeSemantics) {
+  Make(false, /*replica=*/true);
+  Running(5);
+  lc->NodeDown("b", "disconnected", t0);  // session 1002 over a, b2
+  lc->Failed(1002, CacheFull("b2", 1002), t0);
+  EXPECT_EQ(lc->StateOf(5), JobState::kQueued);
+  Actions out = lc->Tick(t0 + seconds(1));  // its turn: session 1003
+  ASSERT_EQ(All<SamplerMove>(out).size(), 1u);
+  EXPECT_EQ(All<SamplerMove>(out)[0].old_id, 1002u);
+  EXPECT_EQ(All<SamplerMove>(out)[0].new_id, 1003u);
+  EXPECT_EQ(lc->StateOf(5), JobState::kRerouting);
+  lc->Opened(1003, "a", t0);
+  EXPECT_EQ(Kinds(lc->Opened(1003, "b2", t0)), "SamplerResume");
+}
+
+TEST_F(JobLifecycleTest, CancelEndsTheJobAndDropsTheSamplersCopy) {
+  Make(true);
+  const uint64_t sid = Running(5);
+  Actions out = lc->Cancel(kOther, 77, 5, t0);
+  EXPECT_EQ(Kinds(out), "Reply SamplerDrop ToNode ToNode");
+  const Reply& reply = std::get<Reply>(out[0]);
+  EXPECT_EQ(reply.client, kClient);  // the job's client hears it
+  EXPECT_EQ(reply.envelope.request_id(), 55u);
+  EXPECT_EQ(reply.envelope.error().code(), v1::CANCELLED);
+  EXPECT_EQ(reply.envelope.error().text(), "job 5 was cancelled");
+  EXPECT_EQ(NodeMessages(out), (std::vector<std::string>{"close a 1001 cancelled", "close b 1001 cancelled"}));
+  EXPECT_EQ(std::get<SamplerDrop>(out[1]).session_id, sid);
+  EXPECT_EQ(lc->StateOf(5), std::nullopt);
+}
+
+TEST_F(JobLifecycleTest, CancelWhileOpeningDropsNothingAtTheSampler) {
+  Make(true);
+  lc->Submit(5, kClient, 42, Prompt(), t0);
+  EXPECT_EQ(Kinds(lc->Cancel(kClient, 77, 5, t0)), "Reply ToNode ToNode");
+}
+
+TEST_F(JobLifecycleTest, UnknownJobsAreUnknown) {
+  Make(true);
+  for (const Actions& out : {lc->Cancel(kOther, 77, 404, t0), lc->Status(kOther, 77, 404)}) {
+    ASSERT_EQ(Kinds(out), "Reply");
+    const Reply& reply = std::get<Reply>(out[0]);
+    EXPECT_EQ(reply.client, kOther);
+    EXPECT_EQ(reply.envelope.request_id(), 77u);
+    EXPECT_EQ(reply.envelope.error().code(), v1::UNKNOWN_JOB);
+    EXPECT_EQ(reply.envelope.error().text(), "no job 404");
+  }
+}
+
+TEST_F(JobLifecycleTest, ClientGoneCancelsOnlyItsJobs) {
+  Make(true);
+  Running(5, kClient);
+  Running(6, kOther);
+  Actions out = lc->ClientGone(kClient, t0);
+  EXPECT_EQ(Kinds(out), "Reply SamplerDrop ToNode ToNode");
+  EXPECT_EQ(std::get<Reply>(out[0]).envelope.error().text(), "the client went away");
+  EXPECT_EQ(lc->StateOf(5), std::nullopt);
+  EXPECT_EQ(lc->StateOf(6), JobState::kRunning);
+}
+
+TEST_F(JobLifecycleTest, DoneFinishesAndCloses) {
+  Make(true);
+  const uint64_t sid = Running(5);
+  Actions out = lc->Done(sid, t0);
+  EXPECT_EQ(NodeMessages(out), (std::vector<std::string>{"close a 1001 finished", "close b 1001 finished"}));
+  EXPECT_EQ(Kinds(out), "ToNode ToNode");  // Finish came from the sampler
+  EXPECT_EQ(lc->StateOf(5), std::nullopt);
+  EXPECT_EQ(std::get<Reply>(lc->Status(kClient, 1, 5)[0]).envelope.error().code(), v1::UNKNOWN_JOB);
+  EXPECT_TRUE(lc->Done(sid, t0).empty());
+}
+
+TEST_F(JobLifecycleTest, StatusIsQueuedOrRunning) {
+  Make(true);
+  Running(5);
+  Queued(6, t0);
+  lc->Submit(7, kClient, 1, Prompt(), t0);  // opening reads as running
+  auto state = [&](uint64_t job) {
+    return std::get<Reply>(lc->Status(kOther, 1, job)[0]).envelope.job_status().state();
+  };
+  EXPECT_EQ(state(5), v1::JOB_RUNNING);
+  EXPECT_EQ(state(6), v1::JOB_QUEUED);
+  EXPECT_EQ(state(7), v1::JOB_RUNNING);
+}
+
+TEST_F(JobLifecycleTest, AFailedSendFailsTheJob) {
+  Make(true);
+  lc->Submit(5, kClient, 42, Prompt(), t0);
+  Actions out = lc->SendFailed(kFirst + 1, v1::UNAVAILABLE, "cannot reach shard 'a': no key", t0);
+  EXPECT_EQ(Kinds(out), "Reply ToNode ToNode");
+  EXPECT_EQ(std::get<Reply>(out[0]).envelope.error().node_id(), "head");
+  EXPECT_FALSE(lc->Has(kFirst + 1));
+}
+
+TEST_F(JobLifecycleTest, ShutdownAnswersEveryJob) {
+  Make(true);
+  Running(5);
+  Queued(6, t0);
+  Actions out = lc->Shutdown();
+  ASSERT_EQ(Kinds(out), "Reply Reply");
+  EXPECT_EQ(std::get<Reply>(out[0]).envelope.error().code(), v1::UNAVAILABLE);
+  EXPECT_EQ(lc->size(), 0u);
+}
+
+}  // namespace
+}  // namespace troupe::scheduling
