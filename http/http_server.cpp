@@ -166,7 +166,7 @@ void HttpServer::Routes() {
     SendError(res, e);
     return httplib::Server::HandlerResponse::Handled;
   }));
-  srv.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+  srv.set_exception_handler([](const httplib::Request&, httplib::Response& res, const std::exception_ptr& ep) {
     ApiError e;
     e.status = 500;
     e.type = "server_error";

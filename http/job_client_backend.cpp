@@ -17,7 +17,7 @@ class JobClientBackend : public JobBackend {
 
 }  // namespace
 
-BackendFactory JobClientBackends(client::JobClientOptions options) {
+BackendFactory JobClientBackends(const client::JobClientOptions& options) {
   return [options]() -> Result<std::unique_ptr<JobBackend>> {
     TROUPE_ASSIGN_OR_RETURN(std::unique_ptr<client::JobClient> c, client::JobClient::Connect(options));
     return std::unique_ptr<JobBackend>(new JobClientBackend(std::move(c)));

@@ -14,6 +14,6 @@ namespace troupe::http {
 
 // A factory whose backends connect with `options`; a backend's Connect
 // failure comes back from the factory as its Status.
-BackendFactory JobClientBackends(client::JobClientOptions options);
+BackendFactory JobClientBackends(const client::JobClientOptions& options);
 
 }  // namespace troupe::http
