@@ -10,6 +10,7 @@
 
 #include "actors/stage_actor.h"
 #include "messages/envelope_codec.h"
+#include "messages/wire_error.h"
 #include "pipeline/model/kv_cache.h"
 
 namespace troupe::actors {
@@ -111,7 +112,7 @@ class ShardActor : public StageActor {
     } catch (const std::exception& e) {
       return refuse(v1::CACHE_FULL, "shard '" + ctx_->node_id + "' could not allocate its KV cache: " + e.what());
     }
-    if (!cache.ok()) return refuse(v1::INTERNAL, cache.status().ToString());
+    if (!cache.ok()) return refuse(WireCodeOf(cache.status()), cache.status().ToString());
     in_use_ += (*cache)->bytes();
     sessions_[id] = ShardSession{std::move(*cache), from, Clock::now()};
     PublishGauges();
@@ -290,8 +291,7 @@ class ShardActor : public StageActor {
     }
     if (!st.ok()) {
       for (const StepMessage& m : batch) {
-        Refuse(m, st.code() == StatusCode::kOutOfRange ? v1::CACHE_FULL : v1::INTERNAL,
-               "shard '" + ctx_->node_id + "': " + st.ToString());
+        Refuse(m, WireCodeOf(st), "shard '" + ctx_->node_id + "': " + st.ToString());
       }
       return;
     }

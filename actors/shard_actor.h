@@ -23,8 +23,10 @@
 // prefill chunk that needs no logits — stops here).
 //
 // Failures are values: a bad step gets an Error to the session's opener (the
-// scheduler), libtorch exceptions are caught here, and the node goes on
-// serving every other session.
+// scheduler) whose code is WireCodeOf the failure (messages/wire_error.h: a
+// cache without room CACHE_FULL, a bad batch BAD_REQUEST, an exception from
+// libtorch, caught here, INTERNAL), and the node goes on serving every other
+// session.
 #pragma once
 
 #include <caf/fwd.hpp>

@@ -17,8 +17,6 @@
 
 namespace troupe::client {
 
-constexpr const char* kCancelledWait = "CANCELLED: the caller gave up waiting";
-
 struct JobClient::Impl {
   JobClientOptions options;
   zmq::context_t context{1};
@@ -45,14 +43,14 @@ struct JobClient::Impl {
   }
 
   // The next envelope answering `request_id`, waiting at most `timeout_ms`;
-  // `cancelled` (optional) is asked every 100 ms and ends the wait with kCancelledWait.
+  // `cancelled` (optional) is asked every 100 ms and ends the wait with kCancelled.
   Result<v1::Envelope> Receive(uint64_t request_id, int timeout_ms,
                                const std::function<bool()>& cancelled = nullptr) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     while (true) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) break;
-      if (cancelled && cancelled()) return Status::Internal(kCancelledWait);
+      if (cancelled && cancelled()) return Status::Cancelled("the caller gave up waiting");
       const int slice = cancelled ? static_cast<int>(std::min<int64_t>(left.count(), 100)) : static_cast<int>(left.count());
       Result<transport::Frames> frames = connection->Receive(slice);
       if (!frames.ok()) {
@@ -65,18 +63,12 @@ struct JobClient::Impl {
       if (env->request_id() != request_id && !env->has_error()) continue;  // a stale answer
       return std::move(*env);
     }
-    return Status::OutOfRange("no answer from " + options.endpoint + " within " +
-                              std::to_string(timeout_ms / 1000.0).substr(0, 4) + " s (is the cluster running?)");
+    return Status::DeadlineExceeded("no answer from " + options.endpoint + " within " +
+                                    std::to_string(timeout_ms / 1000.0).substr(0, 4) + " s (is the cluster running?)");
   }
 };
 
 namespace {
-
-Status ErrorStatus(const v1::Error& e) {
-  WireError w{e.code(), e.text()};
-  StatusCode code = e.code() == v1::TIMEOUT ? StatusCode::kOutOfRange : StatusCode::kUnsupported;
-  return Status(code, w.ToString());
-}
 
 std::string RandomClientId() {
   std::random_device rd;
@@ -130,7 +122,7 @@ Result<v1::MetricsSnapshot> JobClient::Metrics() {
   env.mutable_metrics_snapshot();
   TROUPE_RETURN_IF_ERROR(m.Send(env));
   TROUPE_ASSIGN_OR_RETURN(v1::Envelope answer, m.Receive(request, m.options.first_reply_ms));
-  if (answer.has_error()) return ErrorStatus(answer.error());
+  if (answer.has_error()) return StatusFromError(answer.error());
   if (!answer.has_metrics_snapshot()) return Status::Corrupt("unexpected answer to a metrics query");
   return answer.metrics_snapshot();
 }
@@ -164,14 +156,14 @@ Result<uint64_t> JobClient::Submit(const v1::JobSubmit& job) {
     TROUPE_ASSIGN_OR_RETURN(v1::Envelope answer, m.Receive(m.job_request, m.options.first_reply_ms));
     switch (answer.body_case()) {
       case v1::Envelope::kJobStatus:
-        if (answer.job_status().state() == v1::JOB_FAILED) return ErrorStatus(answer.job_status().error());
+        if (answer.job_status().state() == v1::JOB_FAILED) return StatusFromError(answer.job_status().error());
         m.job_id = answer.job_status().job_id();
         m.job_running = true;
         return m.job_id;
       case v1::Envelope::kError:
-        return ErrorStatus(answer.error());
+        return StatusFromError(answer.error());
       case v1::Envelope::kFinish:  // not before the acceptance; treat as a refusal
-        if (answer.finish().reason() == v1::FINISH_ERROR) return ErrorStatus(answer.finish().error());
+        if (answer.finish().reason() == v1::FINISH_ERROR) return StatusFromError(answer.finish().error());
         return Status::Corrupt("a job finished before it was accepted");
       default:
         break;
@@ -185,10 +177,10 @@ Result<JobClient::Event> JobClient::Next(const std::function<bool()>& cancelled)
   while (true) {
     Result<v1::Envelope> answer = m.Receive(m.job_request, m.options.idle_ms, cancelled);
     if (!answer.ok()) {
-      if (answer.status().message() == kCancelledWait) {
+      if (answer.status().code() == StatusCode::kCancelled) {
         Cancel();
-        return Status(StatusCode::kUnsupported, std::string("CANCELLED: job ") + std::to_string(m.job_id) +
-                                                    " was cancelled by its client");
+        // Reported as the gateway reports a cancelled job.
+        return WireError{v1::CANCELLED, "job " + std::to_string(m.job_id) + " was cancelled by its client"}.ToStatus();
       }
       m.job_running = false;
       return answer.status();
@@ -198,7 +190,7 @@ Result<JobClient::Event> JobClient::Next(const std::function<bool()>& cancelled)
       case v1::Envelope::kJobStatus:
         if (answer->job_status().state() == v1::JOB_FAILED) {
           m.job_running = false;
-          return ErrorStatus(answer->job_status().error());
+          return StatusFromError(answer->job_status().error());
         }
         break;  // JOB_QUEUED notices: keep waiting
       case v1::Envelope::kToken:
@@ -207,13 +199,13 @@ Result<JobClient::Event> JobClient::Next(const std::function<bool()>& cancelled)
         return ev;
       case v1::Envelope::kFinish:
         m.job_running = false;
-        if (answer->finish().reason() == v1::FINISH_ERROR) return ErrorStatus(answer->finish().error());
+        if (answer->finish().reason() == v1::FINISH_ERROR) return StatusFromError(answer->finish().error());
         ev.has_finish = true;
         ev.finish = std::move(*answer->mutable_finish());
         return ev;
       case v1::Envelope::kError:
         m.job_running = false;
-        return ErrorStatus(answer->error());
+        return StatusFromError(answer->error());
       default:
         break;
     }
@@ -235,7 +227,7 @@ void JobClient::Cancel() {
   while (std::chrono::steady_clock::now() < deadline) {
     Result<v1::Envelope> answer = m.Receive(m.job_request, 200);
     if (!answer.ok()) {
-      if (answer.status().code() == StatusCode::kOutOfRange) continue;
+      if (answer.status().code() == StatusCode::kDeadlineExceeded) continue;
       return;
     }
     if (answer->has_error() || answer->has_finish()) return;

@@ -8,9 +8,12 @@
 // come within `first_reply_ms`, and later messages of a running job no more
 // than `idle_ms` apart.
 //
-// Failures: a gateway Error comes back as a Status whose message is the
-// error's code name and text ("CACHE_FULL: shard 'shard-1' ..."); timeouts
-// as kOutOfRange naming the endpoint. Thread-safety: one thread at a time.
+// Failures: a gateway Error comes back as a Status (StatusFromError,
+// messages/wire_error.h) that carries the gateway's ErrorCode (WireCodeOf
+// reads it back) and whose message is the error's code name and text
+// ("CACHE_FULL: shard 'shard-1' ..."); no answer in time as kDeadlineExceeded
+// naming the endpoint; a wait its caller gave up as kCancelled.
+// Thread-safety: one thread at a time.
 // Dropping a client mid-job also ends its job: the gateway sees the client
 // go (PeerGone) and cancels it.
 #pragma once
@@ -56,7 +59,8 @@ class JobClient {
   // The next Token of the submitted job (token set) or its Finish (finish
   // set; the job is over). Waits like Run; `cancelled`, when given, is asked
   // every 100 ms meanwhile, and when it says true the job is cancelled
-  // (Cancel) and Next fails with "CANCELLED: ...".
+  // (Cancel) and Next fails with kCancelled ("CANCELLED: job N was cancelled
+  // by its client").
   struct Event {
     bool has_token = false;
     v1::Token token;

@@ -113,7 +113,7 @@ Status WaitReady(ClusterNode& node, const std::string& ready_file, const std::st
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  return Status::OutOfRange("node " + node.id + " was not ready in time; last lines of " + log + ":\n" + LogTail(log));
+  return Status::DeadlineExceeded("node " + node.id + " was not ready in time; last lines of " + log + ":\n" + LogTail(log));
 }
 
 }  // namespace
@@ -251,7 +251,7 @@ Status LocalCluster::Launch(const ClusterOptions& o) {
   client_options.endpoint = job_endpoint();
   client_options.first_reply_ms = 2000;
   client_options.idle_ms = 30000;
-  Status last = Status::OutOfRange("the ring did not answer");
+  Status last = Status::Unavailable("the ring did not answer");
   bool ready = false;
   while (!ready && Clock::now() < deadline) {
     if (StopRequested()) return kInterrupted;
@@ -264,7 +264,7 @@ Status LocalCluster::Launch(const ClusterOptions& o) {
       all = metrics->gauges().count(nodes_[i].id + "/cache_bytes_in_use") > 0;
     }
     if (!all) {
-      last = metrics.ok() ? Status::OutOfRange("not every shard has registered with the head") : metrics.status();
+      last = metrics.ok() ? Status::Unavailable("not every shard has registered with the head") : metrics.status();
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       continue;
     }
@@ -281,9 +281,9 @@ Status LocalCluster::Launch(const ClusterOptions& o) {
     }
     if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
-  if (!ready) return Status::OutOfRange("the ring did not answer within " +
-                                        std::to_string(static_cast<int>(o.ready_timeout_seconds)) +
-                                        " s: " + last.ToString());
+  if (!ready) return Status::DeadlineExceeded("the ring did not answer within " +
+                                              std::to_string(static_cast<int>(o.ready_timeout_seconds)) +
+                                              " s: " + last.ToString());
   return WriteClusterJson(o);
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "messages/sampling_params_proto.h"
+#include "messages/wire_error.h"
 #include "pipeline/sampling/sampling_params.h"
 
 namespace troupe::http {
@@ -336,28 +337,32 @@ std::optional<ApiError> ParseRequest(ApiKind kind, const std::string& body, Pars
 }
 
 ApiError ErrorFromStatus(const Status& status) {
-  const std::string& m = status.message();
-  const std::string code = m.substr(0, m.find(':'));
+  const v1::ErrorCode code = WireCodeOf(status);
+  const std::string name = ErrorCodeName(code);
   ApiError e;
-  e.message = m;
-  if (code == "BAD_REQUEST") {
-    e.status = 400;
-    e.type = "invalid_request_error";
-    e.code = "invalid_value";
-    // The head names the problem after the code: drop the "BAD_REQUEST: " prefix.
-    if (m.size() > code.size() + 2) e.message = m.substr(code.size() + 2);
-    if (e.message.find("context") != std::string::npos) e.code = "context_length_exceeded";
-  } else if (code == "NO_ROUTE" || code == "UNAVAILABLE" || code == "CACHE_FULL" || code == "TIMEOUT" ||
-             status.code() == StatusCode::kOutOfRange) {
-    e.status = 503;
-    e.type = "server_error";
-    e.code = code == "NO_ROUTE" || code == "UNAVAILABLE" || code == "CACHE_FULL" || code == "TIMEOUT"
-                 ? code
-                 : "TIMEOUT";
-  } else {
-    e.status = 500;
-    e.type = "server_error";
-    e.code = code.size() < 32 && code.find(' ') == std::string::npos ? code : "INTERNAL";
+  e.message = status.message();
+  e.type = "server_error";
+  e.code = name;
+  switch (code) {
+    case v1::BAD_REQUEST: {
+      e.status = 400;
+      e.type = "invalid_request_error";
+      e.code = "invalid_value";
+      // A gateway error's message starts with its code name; the client needs the problem only.
+      const std::string prefix = name + ": ";
+      if (e.message.compare(0, prefix.size(), prefix) == 0) e.message.erase(0, prefix.size());
+      if (e.message.find("context") != std::string::npos) e.code = "context_length_exceeded";
+      break;
+    }
+    case v1::NO_ROUTE:
+    case v1::UNAVAILABLE:
+    case v1::CACHE_FULL:
+    case v1::TIMEOUT:
+      e.status = 503;
+      break;
+    default:
+      e.status = 500;
+      break;
   }
   return e;
 }

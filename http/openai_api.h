@@ -56,9 +56,14 @@ struct ParsedRequest {
 // levels before parsing them.
 std::optional<ApiError> ParseRequest(ApiKind kind, const std::string& body, ParsedRequest* out);
 
-// A gateway failure (JobClient's Status: "NO_ROUTE: ...", timeouts...) as an
-// HTTP error: BAD_REQUEST 400; NO_ROUTE, UNAVAILABLE, CACHE_FULL and timeouts
-// 503; anything else (CANCELLED, INTERNAL, ...) 500.
+// A gateway failure (JobClient's Status) as an HTTP error, decided by its
+// ErrorCode (WireCodeOf: the gateway's code it carries, else the one its
+// StatusCode maps to; never read from the text): BAD_REQUEST (and local
+// invalid arguments) 400 invalid_request_error, code invalid_value or
+// context_length_exceeded, the message without its "BAD_REQUEST: " prefix;
+// NO_ROUTE, UNAVAILABLE, CACHE_FULL and TIMEOUT (a local DeadlineExceeded
+// too) 503 with that code; anything else (CANCELLED, INTERNAL, ...) 500 with
+// the code's name. type is server_error but for 400.
 ApiError ErrorFromStatus(const Status& status);
 
 // "stop" (end of generation, stop string) or "length".

@@ -24,8 +24,10 @@ Status WireError::ToStatus() const {
       status_code = StatusCode::kUnsupported;
       break;
     case v1::OVERSIZED:
-    case v1::CACHE_FULL:
       status_code = StatusCode::kOutOfRange;
+      break;
+    case v1::CACHE_FULL:
+      status_code = StatusCode::kResourceExhausted;
       break;
     case v1::BAD_REQUEST:
     case v1::SESSION_EXISTS:
@@ -37,15 +39,39 @@ Status WireError::ToStatus() const {
       status_code = StatusCode::kNotFound;
       break;
     case v1::TIMEOUT:
+      status_code = StatusCode::kDeadlineExceeded;
+      break;
     case v1::CANCELLED:
+      status_code = StatusCode::kCancelled;
+      break;
     case v1::UNAVAILABLE:
+      status_code = StatusCode::kUnavailable;
+      break;
     case v1::UNAUTHENTICATED:
       status_code = StatusCode::kIoError;
       break;
     default:
       break;
   }
-  return Status(status_code, ToString());
+  return Status(status_code, ToString(), static_cast<int>(code));
+}
+
+Status StatusFromError(const v1::Error& error) { return WireError{error.code(), error.text()}.ToStatus(); }
+
+v1::ErrorCode WireCodeOf(const Status& status) {
+  const int carried = status.wire_code();
+  if (carried != v1::ERROR_CODE_UNSPECIFIED && v1::ErrorCode_IsValid(carried)) {
+    return static_cast<v1::ErrorCode>(carried);
+  }
+  switch (status.code()) {
+    case StatusCode::kResourceExhausted: return v1::CACHE_FULL;
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kOutOfRange: return v1::BAD_REQUEST;
+    case StatusCode::kDeadlineExceeded: return v1::TIMEOUT;
+    case StatusCode::kCancelled: return v1::CANCELLED;
+    case StatusCode::kUnavailable: return v1::UNAVAILABLE;
+    default: return v1::INTERNAL;
+  }
 }
 
 v1::Error WireError::ToProto() const {

@@ -3,6 +3,16 @@
 // A Status is either ok() or carries a code and a message that names the
 // problem (and, for files, the file). Result<T> holds a T or a non-ok Status.
 // Neither throws; callers test ok() and pass failures up unchanged.
+//
+// One code per kind of failure, so that callers decide by code, never by
+// reading the message: kResourceExhausted (full) is not kUnavailable (busy
+// now, retry) is not kDeadlineExceeded (waited too long) is not kOutOfRange
+// (a position or size that can never fit).
+//
+// A Status that came off the wire (a peer's Error) also carries the peer's
+// v1::ErrorCode as an opaque integer, wire_code(): pipeline/ cannot include
+// Protobuf, so messages/wire_error.h writes and reads it (StatusFromError,
+// WireCodeOf). 0 (ERROR_CODE_UNSPECIFIED) when the Status was made here.
 #pragma once
 
 #include <cassert>
@@ -19,8 +29,15 @@ enum class StatusCode {
   kCorrupt,          // a file or message whose bytes contradict its format
   kUnsupported,      // well-formed but outside what Troupe implements
   kIoError,          // the operating system refused (open, mmap, read)
-  kOutOfRange,       // a capacity or position limit was passed
+  kOutOfRange,       // a position or size limit was passed: a prompt longer
+                     // than the context, metadata too large to hold
   kInternal,         // a bug or an exception from a library below us
+  kResourceExhausted,  // a cache or capacity is full: a KV cache that cannot be
+                       // allocated, a session outgrowing its reserved positions
+  kUnavailable,        // not now, retry later: would block (backpressure),
+                       // nothing to receive yet, a peer or node gone or busy
+  kDeadlineExceeded,   // a wait ran past its limit (no answer in time)
+  kCancelled,          // the caller, or the client behind it, gave up
 };
 
 const char* status_code_name(StatusCode code);
@@ -29,6 +46,9 @@ class [[nodiscard]] Status {
  public:
   Status() = default;
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  // A peer's failure: `wire_code` is its v1::ErrorCode (see messages/wire_error.h).
+  Status(StatusCode code, std::string message, int wire_code)
+      : code_(code), message_(std::move(message)), wire_code_(wire_code) {}
 
   static Status Ok() { return {}; }
   static Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
@@ -38,16 +58,23 @@ class [[nodiscard]] Status {
   static Status IoError(std::string m) { return {StatusCode::kIoError, std::move(m)}; }
   static Status OutOfRange(std::string m) { return {StatusCode::kOutOfRange, std::move(m)}; }
   static Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+  static Status ResourceExhausted(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
+  static Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
+  static Status DeadlineExceeded(std::string m) { return {StatusCode::kDeadlineExceeded, std::move(m)}; }
+  static Status Cancelled(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }
   const std::string& message() const { return message_; }
+  // The peer's v1::ErrorCode when this Status came off the wire, else 0.
+  int wire_code() const { return wire_code_; }
   // "CORRUPT: model.gguf: tensor 'x' data runs past the end of the file"
   std::string ToString() const;
 
  private:
   StatusCode code_ = StatusCode::kOk;
   std::string message_;
+  int wire_code_ = 0;
 };
 
 template <class T>

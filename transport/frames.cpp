@@ -13,7 +13,7 @@ void ReleaseShared(void* /*data*/, void* hint) {
 
 }  // namespace
 
-bool IsWouldBlock(const Status& status) { return status.code() == StatusCode::kOutOfRange; }
+bool IsWouldBlock(const Status& status) { return status.code() == StatusCode::kUnavailable; }
 bool IsUnroutable(const Status& status) { return status.code() == StatusCode::kNotFound; }
 
 zmq::message_t CopyFrame(std::string_view bytes) {
@@ -39,8 +39,8 @@ Status SendFrames(zmq::socket_t& socket, const std::string* routing_id, Frames& 
     if (zmq_msg_send(id.handle(), socket.handle(), ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
       int err = zmq_errno();
       if (err == EAGAIN) {
-        return Status::OutOfRange(std::string(what) + ": peer '" + *routing_id +
-                                  "' is at its high-water mark (backpressure); retry later");
+        return Status::Unavailable(std::string(what) + ": peer '" + *routing_id +
+                                   "' is at its high-water mark (backpressure); retry later");
       }
       if (err == EHOSTUNREACH) {
         return Status::NotFound(std::string(what) + ": peer '" + *routing_id +
@@ -54,8 +54,8 @@ Status SendFrames(zmq::socket_t& socket, const std::string* routing_id, Frames& 
     if (zmq_msg_send(frames[i].handle(), socket.handle(), flags) >= 0) continue;
     int err = zmq_errno();
     if (i == 0 && routing_id == nullptr && err == EAGAIN) {
-      return Status::OutOfRange(std::string(what) +
-                                ": send queue is at its high-water mark (backpressure); retry later");
+      return Status::Unavailable(std::string(what) +
+                                 ": send queue is at its high-water mark (backpressure); retry later");
     }
     // After the first part ZeroMQ accepts the rest of a message (HWM counts
     // whole messages), so this is a broken socket, not backpressure.
@@ -73,7 +73,7 @@ Result<Frames> ReceiveFrames(zmq::socket_t& socket, std::string_view what) {
     int flags = frames.empty() ? ZMQ_DONTWAIT : 0;  // later parts are already here
     if (zmq_msg_recv(part.handle(), socket.handle(), flags) < 0) {
       if (frames.empty() && zmq_errno() == EAGAIN) {
-        return Status::OutOfRange(std::string(what) + ": nothing to receive");
+        return Status::Unavailable(std::string(what) + ": nothing to receive");
       }
       return ZmqError(std::string(what) + ": receive");
     }
@@ -88,8 +88,9 @@ Status WaitReadable(zmq::socket_t& socket, int timeout_ms) {
   while (true) {
     int rc = zmq_poll(&item, 1, timeout_ms);
     if (rc > 0) return Status::Ok();
-    if (rc == 0) return Status::OutOfRange("nothing received within " + std::to_string(timeout_ms) +
-                                           " ms");
+    if (rc == 0) {
+      return Status::DeadlineExceeded("nothing received within " + std::to_string(timeout_ms) + " ms");
+    }
     if (zmq_errno() != EINTR) return ZmqError("poll");
   }
 }

@@ -6,8 +6,8 @@
 // inside frames; it moves them.
 //
 // Status codes used by every send/receive in transport/ (pipeline/status.h):
-//   kOutOfRange  would block: the peer's queue is at its high-water mark
-//                (backpressure), or nothing arrived before the timeout. The
+//   kUnavailable would block: the peer's queue is at its high-water mark
+//                (backpressure), or nothing arrived (yet) to receive. The
 //                frames were not sent and are left intact: retry later.
 //   kNotFound    unroutable: no connected peer has that routing id
 //                (ROUTER_MANDATORY); nothing was queued.
@@ -66,12 +66,13 @@ inline std::string_view FrameView(const zmq::message_t& frame) {
 Status SendFrames(zmq::socket_t& socket, const std::string* routing_id, Frames& frames,
                   std::string_view what);
 
-// Receives one whole multipart message without waiting; kOutOfRange when none
-// is queued.
+// Receives one whole multipart message without waiting; kUnavailable
+// (would-block) when none is queued.
 Result<Frames> ReceiveFrames(zmq::socket_t& socket, std::string_view what);
 
 // Waits up to `timeout_ms` (-1: forever, 0: not at all) for `socket` to be
-// readable. OK when it is, kOutOfRange on timeout, kIoError on failure.
+// readable. OK when it is, kDeadlineExceeded when the wait runs out, kIoError
+// on failure. (A link's Receive turns the timeout into would-block.)
 Status WaitReadable(zmq::socket_t& socket, int timeout_ms);
 
 }  // namespace troupe::transport

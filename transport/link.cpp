@@ -5,6 +5,15 @@
 namespace troupe::transport {
 namespace {
 
+// Waits for a message to receive. Nothing within `timeout_ms` is the answer a
+// receive without waiting gives when nothing is queued: would-block.
+Status AwaitMessage(zmq::socket_t& socket, int timeout_ms) {
+  if (timeout_ms == 0) return Status::Ok();
+  Status st = WaitReadable(socket, timeout_ms);
+  if (st.code() == StatusCode::kDeadlineExceeded) return Status::Unavailable(st.message());
+  return st;
+}
+
 // The options both ends share. Called before bind/connect.
 Status ApplyLinkOptions(zmq::socket_t& s, const LinkOptions& o) {
   TROUPE_RETURN_IF_ERROR(ValidateLinkOptions(o));
@@ -108,7 +117,7 @@ Status Listener::Send(const std::string& peer, Frames& frames) {
 }
 
 Result<Inbound> Listener::Receive(int timeout_ms) {
-  if (timeout_ms != 0) TROUPE_RETURN_IF_ERROR(WaitReadable(socket_, timeout_ms));
+  TROUPE_RETURN_IF_ERROR(AwaitMessage(socket_, timeout_ms));
   TROUPE_ASSIGN_OR_RETURN(Frames frames, ReceiveFrames(socket_, "listener " + endpoint_));
   // A ROUTER prefixes the sender's routing id; a DEALER sends at least one frame.
   if (frames.size() < 2) return Status::Corrupt("listener " + endpoint_ + ": empty message");
@@ -167,7 +176,7 @@ Status Connection::Send(Frames& frames) {
 }
 
 Result<Frames> Connection::Receive(int timeout_ms) {
-  if (timeout_ms != 0) TROUPE_RETURN_IF_ERROR(WaitReadable(socket_, timeout_ms));
+  TROUPE_RETURN_IF_ERROR(AwaitMessage(socket_, timeout_ms));
   return ReceiveFrames(socket_, "connection to " + endpoint_);
 }
 
@@ -177,8 +186,8 @@ Status Connection::WaitWritable(int timeout_ms) {
     int rc = zmq_poll(&item, 1, timeout_ms);
     if (rc > 0) return Status::Ok();
     if (rc == 0) {
-      return Status::OutOfRange("connection to " + endpoint_ + ": still at its high-water mark after " +
-                                std::to_string(timeout_ms) + " ms");
+      return Status::DeadlineExceeded("connection to " + endpoint_ + ": still at its high-water mark after " +
+                                      std::to_string(timeout_ms) + " ms");
     }
     if (zmq_errno() != EINTR) return ZmqError("poll");
   }

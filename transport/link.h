@@ -95,7 +95,8 @@ class Listener {
   Status Send(const std::string& peer, Frames& frames);
 
   // Waits up to `timeout_ms` (0: no wait, -1: forever) for one message.
-  // Would-block (kOutOfRange) on timeout.
+  // Would-block (kUnavailable) when nothing arrived within the timeout, as
+  // when nothing is queued for timeout 0; IoError, Corrupt otherwise.
   Result<Inbound> Receive(int timeout_ms);
 
   // Connection events so far (drains the monitor). Zero when options.monitor is off.
@@ -139,11 +140,12 @@ class Connection {
   // would-block, InvalidArgument, IoError.
   Status Send(Frames& frames);
 
-  // Waits up to `timeout_ms` for one message from the listener.
+  // Waits up to `timeout_ms` for one message from the listener. Would-block
+  // (kUnavailable) when none arrived, as for the listener's Receive.
   Result<Frames> Receive(int timeout_ms);
 
   // Waits up to `timeout_ms` until a send would not block (the queue has room).
-  // OK, or would-block on timeout.
+  // OK, DeadlineExceeded when the queue is still full then, IoError.
   Status WaitWritable(int timeout_ms);
 
   LinkCounters counters();

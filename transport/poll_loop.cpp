@@ -179,7 +179,7 @@ Result<LinkCounters> PollLoop::Counters(LinkId link, int timeout_ms) {
   });
   if (!posted) return Status::InvalidArgument("poll loop: stopped");
   if (answer.wait_for(std::chrono::milliseconds(timeout_ms)) != std::future_status::ready) {
-    return Status::OutOfRange("poll loop: no answer within " + std::to_string(timeout_ms) + " ms");
+    return Status::DeadlineExceeded("poll loop: no answer within " + std::to_string(timeout_ms) + " ms");
   }
   return answer.get();
 }
@@ -351,7 +351,7 @@ Status Outbox::Send(const std::string& peer, Frames& frames) {
   zmq::message_t head(peer.data(), peer.size());
   if (zmq_msg_send(head.handle(), push_.handle(), ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
     if (zmq_errno() == EAGAIN) {
-      return Status::OutOfRange(what + ": the link is backed up (backpressure); retry later");
+      return Status::Unavailable(what + ": the link is backed up (backpressure); retry later");
     }
     return ZmqError(what + ": send");
   }

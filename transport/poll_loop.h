@@ -97,7 +97,7 @@ class PollLoop {
   Result<std::unique_ptr<Outbox>> OpenOutbox(LinkId link);
 
   // The link's connection counters, read on the loop thread. NotFound for an
-  // unknown link, OutOfRange if the loop does not answer within `timeout_ms`.
+  // unknown link, DeadlineExceeded if the loop does not answer within `timeout_ms`.
   Result<LinkCounters> Counters(LinkId link, int timeout_ms = 5000);
 
  private:
@@ -137,7 +137,7 @@ class Outbox {
 
   // Hands `frames` to the loop for `peer` (the routing id, for a listener
   // link; empty for a connection). Does not wait. OK (frames consumed);
-  // would-block (kOutOfRange) when the link is backed up — retry later;
+  // would-block (kUnavailable) when the link is backed up — retry later;
   // NotFound when the link was removed; InvalidArgument for an empty message.
   // Send errors found later by the loop go to on_send_error.
   Status Send(const std::string& peer, Frames& frames);

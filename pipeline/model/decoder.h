@@ -56,8 +56,8 @@ class Decoder {
 
   // hidden: [sum of n_tokens, hidden] fp32, updated in place. On success every
   // session's cache has advanced by its n_tokens. Fails without touching any
-  // cache when a cache lacks room (OutOfRange), is for other layers, or the
-  // rows do not add up (InvalidArgument).
+  // cache when a cache lacks room (ResourceExhausted), is for other layers, or
+  // the rows do not add up (InvalidArgument).
   Status Forward(HiddenState& hidden, const std::vector<SessionRows>& batch);
 
  private:

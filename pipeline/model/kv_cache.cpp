@@ -20,7 +20,7 @@ Result<std::unique_ptr<KvCache>> KvCache::Create(const KvCacheShape& shape, int6
   c->capacity_ = capacity;
   const size_t n = shape.BytesFor(capacity) / sizeof(uint16_t);
   c->data_.reset(new (std::nothrow) uint16_t[n]);
-  if (!c->data_) return Status::OutOfRange("cannot allocate a KV cache of " + std::to_string(n * 2) + " bytes");
+  if (!c->data_) return Status::ResourceExhausted("cannot allocate a KV cache of " + std::to_string(n * 2) + " bytes");
   return c;
 }
 
@@ -28,8 +28,8 @@ KvCache::~KvCache() = default;
 
 Status KvCache::Check(int64_t n) const {
   if (n < 0 || length_ + n > capacity_)
-    return Status::OutOfRange("the session needs " + std::to_string(length_ + n) + " positions but its KV cache holds " +
-                              std::to_string(capacity_));
+    return Status::ResourceExhausted("the session needs " + std::to_string(length_ + n) +
+                                     " positions but its KV cache holds " + std::to_string(capacity_));
   return Status::Ok();
 }
 

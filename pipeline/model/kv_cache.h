@@ -31,7 +31,8 @@ struct KvCacheShape {
 
 class KvCache {
  public:
-  // InvalidArgument for an empty layer range or capacity <= 0.
+  // InvalidArgument for an empty layer range or capacity <= 0;
+  // ResourceExhausted when the memory cannot be allocated.
   static Result<std::unique_ptr<KvCache>> Create(const KvCacheShape& shape, int64_t capacity);
   ~KvCache();
 
@@ -40,7 +41,8 @@ class KvCache {
   int64_t length() const { return length_; }
   size_t bytes() const { return shape_.BytesFor(capacity_); }
 
-  // OutOfRange naming both numbers when n more positions do not fit.
+  // ResourceExhausted naming both numbers when n more positions do not fit
+  // (the session outgrew the positions it reserved).
   Status Check(int64_t n) const;
   void Commit(int64_t n) { length_ += n; }
   // Forgets positions from `length` on (used to replay a session).

@@ -19,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include "messages/wire_error.h"
+
 namespace troupe::http {
 namespace {
 
@@ -40,11 +42,11 @@ class StandInBackend : public JobBackend {
     while (std::chrono::steady_clock::now() < deadline) {
       if (cancelled && cancelled()) {
         Cancel();
-        return Status::Unsupported("CANCELLED: the client left");
+        return WireError{v1::CANCELLED, "the client left"}.ToStatus();
       }
       std::this_thread::sleep_for(10ms);
     }
-    return Status::OutOfRange("the stand-in waited 30 s");
+    return Status::DeadlineExceeded("the stand-in waited 30 s");
   }
   void Cancel() override {
     if (!done_) jobs_->cancelled++;

@@ -67,7 +67,8 @@ TEST(WireErrorTest, NamesAndConversions) {
   EXPECT_EQ(e.ToProto().code(), v1::BAD_TENSOR);
   EXPECT_EQ(e.ToProto().text(), e.text);
   EXPECT_EQ(ErrorCodeName(static_cast<v1::ErrorCode>(999)), "ERROR_CODE_999");
-  EXPECT_EQ((WireError{v1::CACHE_FULL, ""}).ToStatus().code(), StatusCode::kOutOfRange);
+  EXPECT_EQ((WireError{v1::CACHE_FULL, ""}).ToStatus().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(e.ToStatus().wire_code(), v1::BAD_TENSOR);  // the peer's code travels on
 }
 
 }  // namespace

@@ -67,7 +67,7 @@ Result<std::string> ChildProcess::ReadLine(int timeout_ms) {
       return line;
     }
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) return Status::OutOfRange("child printed no line in time");
+    if (left.count() <= 0) return Status::DeadlineExceeded("child printed no line in time");
     pollfd p{stdout_fd_, POLLIN, 0};
     int rc = poll(&p, 1, static_cast<int>(left.count()));
     if (rc < 0 && errno == EINTR) continue;
@@ -113,7 +113,7 @@ Result<int> ChildProcess::Wait(int timeout_ms) {
       return exit_code_;
     }
     if (r < 0 && errno != EINTR) return Status::IoError("waitpid");
-    if (Clock::now() >= deadline) return Status::OutOfRange("child still running");
+    if (Clock::now() >= deadline) return Status::DeadlineExceeded("child still running");
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
 }

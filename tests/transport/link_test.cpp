@@ -76,6 +76,10 @@ TEST(Link, ReceiveTimesOutAsWouldBlock) {
   auto in = (*l)->Receive(50);
   ASSERT_FALSE(in.ok());
   EXPECT_TRUE(IsWouldBlock(in.status()));
+  EXPECT_EQ(in.status().code(), StatusCode::kUnavailable) << in.status().ToString();
+  auto now = (*l)->Receive(0);  // the same answer without waiting
+  ASSERT_FALSE(now.ok());
+  EXPECT_EQ(now.status().code(), StatusCode::kUnavailable) << now.status().ToString();
 }
 
 // A listener that never reads: the sender sees would-block after a bounded
@@ -107,6 +111,9 @@ TEST(Link, FullQueueReportsWouldBlockThenDrainsInOrder) {
     ++sent;
   }
   ASSERT_TRUE(IsWouldBlock(st)) << "sent " << sent << " messages without backpressure";
+  EXPECT_EQ(st.code(), StatusCode::kUnavailable) << st.ToString();
+  // Waiting for room that does not come runs out.
+  EXPECT_EQ((*c)->WaitWritable(20).code(), StatusCode::kDeadlineExceeded);
   RecordProperty("sent_before_would_block", static_cast<int>(sent));
   EXPECT_LT(sent, 2000u) << "queues are not small";
   EXPECT_GT(sent, 8u);

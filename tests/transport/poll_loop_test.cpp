@@ -74,7 +74,7 @@ Status SendRetrying(Outbox& outbox, const std::string& peer, Frames& frames) {
     if (!IsWouldBlock(st)) return st;
     std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
-  return Status::OutOfRange("still backed up");
+  return Status::DeadlineExceeded("still backed up");
 }
 
 TEST(PollLoop, ProducerThreadStreamsTenThousandStepsInOrder) {

@@ -94,7 +94,7 @@ TEST_F(DecoderTest, ShardsComposeToTheWholeModel) {
   EXPECT_EQ(second->Forward(h, {{c1.get(), 1}}).code(), StatusCode::kInvalidArgument);
 }
 
-TEST_F(DecoderTest, FullCacheIsOutOfRangeAndTouchesNothing) {
+TEST_F(DecoderTest, FullCacheIsResourceExhaustedAndTouchesNothing) {
   auto dec = Load(0, 2);
   auto cache = Cache(*dec, 4);
   at::Tensor h = Embed({1, 2, 3});
@@ -102,7 +102,7 @@ TEST_F(DecoderTest, FullCacheIsOutOfRangeAndTouchesNothing) {
   at::Tensor h2 = Embed({4, 5});
   at::Tensor before = h2.clone();
   Status s = dec->Forward(h2, {{cache.get(), 2}});
-  EXPECT_EQ(s.code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
   EXPECT_NE(s.message().find("4"), std::string::npos) << s.message();
   EXPECT_EQ(cache->length(), 3);
   EXPECT_TRUE(at::equal(h2, before));
