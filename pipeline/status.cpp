@@ -22,6 +22,8 @@ const char* status_code_name(StatusCode code) {
 
 std::string Status::ToString() const {
   if (ok()) return "OK";
+  // A peer's failure already reads "NO_ROUTE: ...": its code names it better.
+  if (wire_code_ != 0) return message_;
   return std::string(status_code_name(code_)) + ": " + message_;
 }
 

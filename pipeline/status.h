@@ -68,7 +68,9 @@ class [[nodiscard]] Status {
   const std::string& message() const { return message_; }
   // The peer's v1::ErrorCode when this Status came off the wire, else 0.
   int wire_code() const { return wire_code_; }
-  // "CORRUPT: model.gguf: tensor 'x' data runs past the end of the file"
+  // "CORRUPT: model.gguf: tensor 'x' data runs past the end of the file"; a
+  // peer's failure is its message alone, which starts with the wire code's
+  // name ("CACHE_FULL: shard 'shard-1' is full").
   std::string ToString() const;
 
  private:
