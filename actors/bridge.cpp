@@ -25,7 +25,6 @@ transport::PollLoopCallbacks Bridge::Callbacks() {
 
 void Bridge::Answer(const Origin& to, v1::Envelope envelope) {
   if (!replies_) replies_ = std::make_unique<transport::Outbound>(ctx_->loop);
-  envelope.set_sender(ctx_->node_id);
   WireResult<transport::Frames> frames = EncodeFrames(std::move(envelope), at::Tensor());
   if (!frames.ok() || !replies_->Send(to.link, to.peer, std::move(*frames)).ok()) {
     ctx_->counters.send_errors++;
@@ -76,9 +75,6 @@ void Bridge::Heartbeat() {
   v1::Envelope env = NewEnvelope();
   v1::Heartbeat* hb = env.mutable_heartbeat();
   hb->set_node_id(ctx_->node_id);
-  hb->set_sequence(++heartbeats_);
-  hb->set_uptime_seconds(std::chrono::duration<double>(now - started_).count());
-  hb->mutable_load()->set_active_sessions(static_cast<uint32_t>(ctx_->counters.sessions_open.load()));
   Answer(Origin{*link, ""}, std::move(env));
 }
 

@@ -43,9 +43,7 @@ class Bridge {
 
   std::shared_ptr<NodeContext> ctx_;
   std::unique_ptr<transport::Outbound> replies_;  // created on the loop thread
-  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point next_heartbeat_;
-  uint64_t heartbeats_ = 0;
 };
 
 }  // namespace troupe::actors

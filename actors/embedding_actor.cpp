@@ -57,7 +57,6 @@ class EmbeddingActor : public StageActor {
       v1::Step next;
       next.set_session_id(s.session_id());
       const uint32_t first = s.first_position() + static_cast<uint32_t>(begin);
-      next.set_step_id(first);
       next.set_first_position(first);
       next.set_token_count(static_cast<uint32_t>(end - begin));
       *next.mutable_rest_of_route() = end == n ? s.rest_of_route() : shards_only;

@@ -27,9 +27,6 @@ void NodeContext::ClearActors() {
 v1::MetricsSnapshot NodeMetrics(const NodeContext& ctx) {
   v1::MetricsSnapshot m;
   m.set_node_id(ctx.node_id);
-  m.set_unix_millis(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                              std::chrono::system_clock::now().time_since_epoch())
-                                              .count()));
   const NodeCounters& c = ctx.counters;
   auto& g = *m.mutable_gauges();
   g["cache_bytes_in_use"] = static_cast<double>(c.cache_bytes_in_use.load());
@@ -67,7 +64,7 @@ std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& f
   if (job_link) {
     const bool job_body = body == v1::Envelope::kJobSubmit || body == v1::Envelope::kJobCancel ||
                           body == v1::Envelope::kJobStatusQuery ||
-                          (body == v1::Envelope::kMetricsSnapshot && env.metrics_snapshot().node_id().empty());
+                          body == v1::Envelope::kMetricsQuery;
     if (!job_body || !ctx.scheduler) {
       return Refuse(ctx, v1::BAD_REQUEST,
                     std::string("the job endpoint takes job_submit, job_cancel, job_status_query and "
@@ -97,11 +94,12 @@ std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& f
       target = ctx.shard;
       what = "shard";
       break;
-    case v1::Envelope::kMetricsSnapshot:
-      target = env.metrics_snapshot().node_id().empty() && ctx.shard ? ctx.shard : ctx.scheduler;
-      what = "shard or scheduler";
+    case v1::Envelope::kMetricsQuery:  // from the head: this node's metrics
+      target = ctx.shard;
+      what = "shard";
       break;
     case v1::Envelope::kSessionOpened:
+    case v1::Envelope::kMetricsSnapshot:  // a shard's answer to the head's query
     case v1::Envelope::kError:
     case v1::Envelope::kRegistryAnnounce:
     case v1::Envelope::kHeartbeat:

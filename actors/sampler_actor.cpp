@@ -35,6 +35,7 @@ struct SamplerSession {
   SessionStart start;
   Generation generation;
   int64_t sampled = 0;  // tokens sampled so far (an end-of-generation id included)
+  uint32_t replays = 0; // times the session was replayed over a new route
   Clock::time_point first_token, last_token, last_activity;
 };
 
@@ -74,7 +75,7 @@ class SamplerActor : public StageActor {
       return ReportFailure(id, v1::BAD_REQUEST, gen.status().ToString(), Origin{});
     }
     const auto now = Clock::now();
-    sessions_.emplace(id, SamplerSession{std::move(s), std::move(*gen), 0, now, now, now});
+    sessions_.emplace(id, SamplerSession{std::move(s), std::move(*gen), 0, 0, now, now, now});
   }
 
   void OnMove(SessionMove& m) {
@@ -95,10 +96,10 @@ class SamplerActor : public StageActor {
     if (it == sessions_.end()) return;
     SamplerSession& s = it->second;
     s.last_activity = Clock::now();
+    ++s.replays;
     const std::vector<int32_t>& tokens = s.generation.tokens();
     v1::Step step;
     step.set_session_id(id);
-    step.set_step_id(0);
     step.set_first_position(0);
     step.set_token_count(static_cast<uint32_t>(tokens.size()));
     for (int32_t t : tokens) step.add_token_ids(t);
@@ -142,7 +143,6 @@ class SamplerActor : public StageActor {
     if (!finished) {
       v1::Step next;
       next.set_session_id(id);
-      next.set_step_id(static_cast<uint64_t>(next_position));
       next.set_first_position(static_cast<uint32_t>(next_position));
       next.set_token_count(1);
       next.add_token_ids(ev.id);
@@ -154,7 +154,6 @@ class SamplerActor : public StageActor {
       v1::Envelope env = NewEnvelope(s.start.request_id);
       v1::Token* t = env.mutable_token();
       t->set_session_id(id);
-      t->set_step_id(m.step.step_id());
       t->set_token_id(ev.id);
       t->set_text(ev.text);
       t->set_job_id(s.start.job_id);
@@ -183,6 +182,7 @@ class SamplerActor : public StageActor {
     f->set_decode_steps(static_cast<uint32_t>(s.sampled - 1));
     f->set_decode_seconds(Seconds(s.last_token - s.first_token));
     f->set_peak_rss_mb(PeakRssMb());
+    f->set_replays(s.replays);
     Sent(sender_.Reply(s.start.client, std::move(env)));
     send(ctx_->scheduler, SessionDone{it->first});
     sessions_.erase(it);

@@ -101,8 +101,8 @@ class SchedulerActor : public StageActor {
         return;
       case v1::Envelope::kRegistryAnnounce: return Announced(m.from, env.registry_announce());
       case v1::Envelope::kHeartbeat: return jobs_.registry().Touch(env.heartbeat().node_id(), now);
+      case v1::Envelope::kMetricsQuery: return QueryMetrics(from, env.request_id());
       case v1::Envelope::kMetricsSnapshot:
-        if (env.metrics_snapshot().node_id().empty()) return QueryMetrics(from, env.request_id());
         if (auto reply = queries_.Answer(env.request_id(), env.metrics_snapshot())) Execute(std::move(*reply));
         return;
       default: return;
@@ -151,7 +151,7 @@ class SchedulerActor : public StageActor {
     for (const sched::ShardEntry& e : registry.Live(now)) {
       if (e.node_id == ctx_->node_id) continue;  // counted above
       v1::Envelope env = NewEnvelope(q);
-      env.mutable_metrics_snapshot();  // empty node_id: a query
+      env.mutable_metrics_query();
       if (sender_.ToNode(e.node_id, e.endpoint, std::move(env)).ok()) queries_.Expect(q, e.node_id);
     }
     ScheduleRetry();

@@ -27,11 +27,13 @@
 //   WireMessage{registry_announce} a shard (re)announces its layers and
 //                                  endpoint (WRONG_MODEL for another model)
 //   WireMessage{heartbeat}         a known shard is alive
-//   WireMessage{metrics_snapshot}  a client's query: ask every live shard,
-//                                  answer one merged snapshot ("<node>/<name>"
-//                                  keys, "<head>/route_ready" 1|0, and
+//   WireMessage{metrics_query}     a client's query: ask every live shard
+//                                  (MetricsQuery), answer one merged
+//                                  MetricsSnapshot ("<node>/<name>" keys,
+//                                  "<head>/route_ready" 1|0, and
 //                                  "<node>/unreachable" 1 for a node silent for
-//                                  2 s); or a shard's answer to such a query
+//                                  2 s)
+//   WireMessage{metrics_snapshot}  a shard's answer to such a query
 //   SessionDone                    from the Sampler: close the session everywhere
 //   SessionFailed                  from any stage: as WireMessage{error}
 //   PeerGone                       a client left: cancel its jobs

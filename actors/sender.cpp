@@ -7,7 +7,6 @@ namespace troupe::actors {
 Sender::Sender(std::shared_ptr<NodeContext> ctx) : ctx_(std::move(ctx)), outbound_(ctx_->loop) {}
 
 Status Sender::Local(v1::Envelope envelope, at::Tensor tensor) {
-  envelope.set_sender(ctx_->node_id);
   Received m{std::move(envelope), std::move(tensor)};
   std::optional<v1::Envelope> refused = DeliverLocal(*ctx_, Origin{0, ctx_->node_id}, std::move(m), false);
   if (refused) return Status::NotFound(refused->error().text());
@@ -16,7 +15,6 @@ Status Sender::Local(v1::Envelope envelope, at::Tensor tensor) {
 
 Status Sender::Deliver(transport::LinkId link, const std::string& peer, v1::Envelope envelope,
                        const at::Tensor& tensor) {
-  envelope.set_sender(ctx_->node_id);
   WireResult<transport::Frames> frames = EncodeFrames(std::move(envelope), tensor);
   if (!frames.ok()) return frames.error().ToStatus();
   Status st = outbound_.Send(link, peer, std::move(*frames));

@@ -66,7 +66,7 @@ class ShardActor : public StageActor {
     switch (env.body_case()) {
       case v1::Envelope::kSessionOpen: return Open(m.from, env);
       case v1::Envelope::kSessionClose: return Close(env.session_close().session_id());
-      case v1::Envelope::kMetricsSnapshot: {
+      case v1::Envelope::kMetricsQuery: {
         v1::Envelope reply = NewEnvelope(env.request_id());
         *reply.mutable_metrics_snapshot() = NodeMetrics(*ctx_);
         return Sent(sender_.Reply(m.from, std::move(reply)));
@@ -121,7 +121,6 @@ class ShardActor : public StageActor {
     v1::SessionOpened* opened = reply.mutable_session_opened();
     opened->set_session_id(id);
     opened->set_node_id(ctx_->node_id);
-    opened->set_reserved_tokens(o.max_length());
     Sent(sender_.Reply(from, std::move(reply)));
   }
 
@@ -166,18 +165,9 @@ class ShardActor : public StageActor {
     ep->set_name("steps");
     ep->set_address(ctx_->node_endpoint);
     a->set_model_fingerprint(ctx_->fingerprint);
-    a->add_stages(v1::STAGE_SHARD);
     v1::LayerRange* r = a->add_layers();
     r->set_begin(static_cast<uint32_t>(decoder_->begin_layer()));
     r->set_end(static_cast<uint32_t>(decoder_->end_layer()));
-    v1::NodeLoad* load = a->mutable_load();
-    const uint64_t bytes_per_position = decoder_->cache_shape().BytesFor(1);
-    load->set_cache_tokens_total(ctx_->config.cache_budget_bytes / bytes_per_position);
-    load->set_cache_tokens_free((ctx_->config.cache_budget_bytes - std::min<uint64_t>(in_use_, ctx_->config.cache_budget_bytes)) /
-                                bytes_per_position);
-    load->set_active_sessions(static_cast<uint32_t>(sessions_.size()));
-    load->set_queued_steps(static_cast<uint32_t>(pending_.size()));
-    a->set_device(ctx_->config.device);
     (void)sender_.ToNode(head, peer->endpoint, std::move(env));  // best effort; repeated every tick
     ScheduleRetry();
   }

@@ -6,7 +6,7 @@
 //                                 SessionOpened, or Error CACHE_FULL /
 //                                 SESSION_EXISTS / WRONG_MODEL / BAD_REQUEST
 //   WireMessage{session_close}    free the session's cache (unknown: ignored)
-//   WireMessage{metrics_snapshot} answer this node's MetricsSnapshot
+//   WireMessage{metrics_query}    answer this node's MetricsSnapshot
 //   StepMessage                   hidden states [token_count, hidden] of one
 //                                 session's next positions: queued for the
 //                                 next batch

@@ -119,7 +119,7 @@ Result<v1::MetricsSnapshot> JobClient::Metrics() {
   Impl& m = *impl_;
   const uint64_t request = m.next_request++;
   v1::Envelope env = NewEnvelope(request);
-  env.mutable_metrics_snapshot();
+  env.mutable_metrics_query();
   TROUPE_RETURN_IF_ERROR(m.Send(env));
   TROUPE_ASSIGN_OR_RETURN(v1::Envelope answer, m.Receive(request, m.options.first_reply_ms));
   if (answer.has_error()) return StatusFromError(answer.error());
@@ -156,14 +156,12 @@ Result<uint64_t> JobClient::Submit(const v1::JobSubmit& job) {
     TROUPE_ASSIGN_OR_RETURN(v1::Envelope answer, m.Receive(m.job_request, m.options.first_reply_ms));
     switch (answer.body_case()) {
       case v1::Envelope::kJobStatus:
-        if (answer.job_status().state() == v1::JOB_FAILED) return StatusFromError(answer.job_status().error());
         m.job_id = answer.job_status().job_id();
         m.job_running = true;
         return m.job_id;
       case v1::Envelope::kError:
         return StatusFromError(answer.error());
-      case v1::Envelope::kFinish:  // not before the acceptance; treat as a refusal
-        if (answer.finish().reason() == v1::FINISH_ERROR) return StatusFromError(answer.finish().error());
+      case v1::Envelope::kFinish:  // never before the acceptance
         return Status::Corrupt("a job finished before it was accepted");
       default:
         break;
@@ -188,10 +186,6 @@ Result<JobClient::Event> JobClient::Next(const std::function<bool()>& cancelled)
     Event ev;
     switch (answer->body_case()) {
       case v1::Envelope::kJobStatus:
-        if (answer->job_status().state() == v1::JOB_FAILED) {
-          m.job_running = false;
-          return StatusFromError(answer->job_status().error());
-        }
         break;  // JOB_QUEUED notices: keep waiting
       case v1::Envelope::kToken:
         ev.has_token = true;
@@ -199,7 +193,6 @@ Result<JobClient::Event> JobClient::Next(const std::function<bool()>& cancelled)
         return ev;
       case v1::Envelope::kFinish:
         m.job_running = false;
-        if (answer->finish().reason() == v1::FINISH_ERROR) return StatusFromError(answer->finish().error());
         ev.has_finish = true;
         ev.finish = std::move(*answer->mutable_finish());
         return ev;
@@ -219,7 +212,6 @@ void JobClient::Cancel() {
   if (m.job_id == 0) return;  // never accepted: nothing runs
   v1::Envelope env = NewEnvelope(m.next_request++);
   env.mutable_job_cancel()->set_job_id(m.job_id);
-  env.mutable_job_cancel()->set_reason("the client went away");
   if (!m.Send(env).ok()) return;
   // The job's own request ends with the gateway's CANCELLED error (or its
   // Finish, when it ended meanwhile).

@@ -89,7 +89,9 @@ using Actions = std::vector<Action>;
 v1::Envelope ErrorReply(v1::ErrorCode code, const std::string& text, const std::string& node_id,
                         uint64_t session_id = 0, uint64_t request_id = 0, uint64_t job_id = 0);
 
-// A JobStatus envelope answering request `request_id`.
-v1::Envelope JobStatusReply(uint64_t request_id, uint64_t job_id, v1::JobState state, uint64_t session_id);
+// A JobStatus envelope answering request `request_id`; `queue_position` (the
+// queued jobs ahead of this one) is sent with JOB_QUEUED only.
+v1::Envelope JobStatusReply(uint64_t request_id, uint64_t job_id, v1::JobState state, uint64_t session_id,
+                            uint32_t queue_position = 0);
 
 }  // namespace troupe::scheduling

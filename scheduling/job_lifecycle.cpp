@@ -1,10 +1,10 @@
 #include "scheduling/job_lifecycle.h"
 
 #include <algorithm>
+#include <tuple>
 #include <utility>
 
 #include "messages/envelope_codec.h"
-#include "messages/sampling_params_proto.h"
 #include "scheduling/session_messages.h"
 
 namespace troupe::scheduling {
@@ -65,7 +65,6 @@ Actions JobLifecycle::Submit(uint64_t job_id, const Client& client, uint64_t req
   job.stream = admitted.stream;
   job.params = std::move(admitted.params);
   if (!admitted.seed_given) job.params.seed = Mix64(job.session_id);
-  job.sampling = SamplingParamsToProto(job.params);
   const int64_t n = static_cast<int64_t>(admitted.prompt.size());
   job.prompt = std::move(admitted.prompt);
   job.capacity = std::min<int64_t>(config_.max_positions, n + job.params.max_tokens);
@@ -89,8 +88,8 @@ void JobLifecycle::OpenOnShards(Job& job, Clock::time_point now, Actions& out) {
   }
   for (const v1::RouteHop& hop : job.route) {
     if (hop.stage() != v1::STAGE_SHARD) continue;
-    SessionSetup setup{job.session_id, job.job_id, &job.route, job.capacity, &job.sampling, config_.fingerprint};
-    out.push_back(ToNode{hop.node_id(), hop.endpoint(), job.session_id, SessionOpenEnvelope(setup)});
+    out.push_back(ToNode{hop.node_id(), hop.endpoint(), job.session_id,
+                         SessionOpenEnvelope(job.session_id, job.capacity, config_.fingerprint)});
   }
 }
 
@@ -144,7 +143,7 @@ Actions JobLifecycle::SendFailed(uint64_t session_id, v1::ErrorCode code, const 
 
 Actions JobLifecycle::Done(uint64_t session_id, Clock::time_point now) {
   Actions out;
-  Close(session_id, "finished", now, out);
+  Close(session_id, now, out);
   return out;
 }
 
@@ -206,15 +205,15 @@ void JobLifecycle::End(uint64_t session_id, const v1::Error& error, Clock::time_
   env.mutable_error()->set_session_id(session_id);
   out.push_back(Reply{job.client, std::move(env)});
   if (job.sampler_holds) out.push_back(SamplerDrop{session_id});
-  Close(session_id, error.code() == v1::CANCELLED ? "cancelled" : "failed", now, out);
+  Close(session_id, now, out);
 }
 
 // Closes the session on every shard of its route and forgets the job.
-void JobLifecycle::Close(uint64_t session_id, const std::string& reason, Clock::time_point now, Actions& out) {
+void JobLifecycle::Close(uint64_t session_id, Clock::time_point now, Actions& out) {
   auto it = jobs_.find(session_id);
   if (it == jobs_.end()) return;
   it->second.state = JobState::kFinished;
-  CloseOnShards(it->second, reason, out);
+  CloseOnShards(it->second, out);
   job_sessions_.erase(it->second.job_id);
   jobs_.erase(it);
   DispatchQueued(now, out);  // the cache it held may be what a queued job waits for
@@ -222,11 +221,10 @@ void JobLifecycle::Close(uint64_t session_id, const std::string& reason, Clock::
 
 // SessionClose for the job's current session to the shards of its route
 // (but `skip`, a node known to be gone).
-void JobLifecycle::CloseOnShards(const Job& job, const std::string& reason, Actions& out,
-                                 const std::string& skip) const {
+void JobLifecycle::CloseOnShards(const Job& job, Actions& out, const std::string& skip) const {
   for (const v1::RouteHop& hop : job.route) {
     if (hop.stage() != v1::STAGE_SHARD || hop.node_id() == skip) continue;
-    out.push_back(ToNode{hop.node_id(), hop.endpoint(), job.session_id, SessionCloseEnvelope(job.session_id, reason)});
+    out.push_back(ToNode{hop.node_id(), hop.endpoint(), job.session_id, SessionCloseEnvelope(job.session_id)});
   }
 }
 
@@ -236,7 +234,7 @@ void JobLifecycle::CloseOnShards(const Job& job, const std::string& reason, Acti
 // the job closes what this round opened and waits, oldest first, for its next
 // try (on every close and tick; replicas take turns on each try).
 void JobLifecycle::Enqueue(Job& job, const v1::Error& why, Clock::time_point now, Actions& out) {
-  CloseOnShards(job, "queued", out);
+  CloseOnShards(job, out);
   job.state = JobState::kQueued;
   job.waiting.clear();
   if (!job.queued_since) {
@@ -249,7 +247,18 @@ void JobLifecycle::Enqueue(Job& job, const v1::Error& why, Clock::time_point now
 
 void JobLifecycle::NoticeQueued(Job& job, Clock::time_point now, Actions& out) {
   job.noticed = now;
-  out.push_back(Reply{job.client, JobStatusReply(job.request_id, job.job_id, v1::JOB_QUEUED, job.session_id)});
+  out.push_back(Reply{job.client,
+                      JobStatusReply(job.request_id, job.job_id, v1::JOB_QUEUED, job.session_id, QueuePosition(job))});
+}
+
+// Queued jobs that are older than `job` (each gets its try before it).
+uint32_t JobLifecycle::QueuePosition(const Job& job) const {
+  uint32_t ahead = 0;
+  for (const auto& [sid, other] : jobs_) {
+    if (sid == job.session_id || !other.queued_since || other.state == JobState::kRunning) continue;
+    if (std::tie(*other.queued_since, sid) < std::tie(*job.queued_since, job.session_id)) ++ahead;
+  }
+  return ahead;
 }
 
 // Gives the oldest queued job its next try, unless a queued job is trying now.
@@ -326,7 +335,7 @@ void JobLifecycle::Reroute(uint64_t sid, const std::string& dead, const std::str
                                                " route changes already)", sid),
                 now, out);
   }
-  CloseOnShards(job, "rerouted", out, dead);
+  CloseOnShards(job, out, dead);
   job.state = job.sampler_holds ? JobState::kRerouting : JobState::kOpening;
   job.reroutes++;
   out.push_back(Log{lost + "; job " + std::to_string(job.job_id) + " goes on over another route"});
@@ -383,8 +392,11 @@ Actions JobLifecycle::Status(const Client& from, uint64_t request_id, uint64_t j
     return out;
   }
   const Job& job = jobs_.at(it->second);
-  const v1::JobState state = job.state == JobState::kQueued ? v1::JOB_QUEUED : v1::JOB_RUNNING;
-  out.push_back(Reply{from, JobStatusReply(request_id, job_id, state, job.session_id)});
+  const Reply reply =
+      job.state == JobState::kQueued
+          ? Reply{from, JobStatusReply(request_id, job_id, v1::JOB_QUEUED, job.session_id, QueuePosition(job))}
+          : Reply{from, JobStatusReply(request_id, job_id, v1::JOB_RUNNING, job.session_id)};
+  out.push_back(reply);
   return out;
 }
 

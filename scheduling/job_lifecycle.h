@@ -44,7 +44,8 @@
 //   try oldest first, one try at a time, on every close and tick; each try
 //   asks the registry for a route (replicas take turns). A job queued longer
 //   than `queue_timeout` (10 min) fails CACHE_FULL; meanwhile its client gets
-//   JOB_QUEUED at least every `queue_notice` (10 s).
+//   JOB_QUEUED at least every `queue_notice` (10 s), with its queue position
+//   (the queued jobs older than it: 0 = next).
 // * Node down: jobs whose route has the node (queued ones excepted: they hold
 //   nothing) go on over a route without it; a job that holds a sampler copy
 //   moves it (SamplerMove) and resumes it once every new shard is open
@@ -178,7 +179,6 @@ class JobLifecycle {
     bool stream = true;
     std::vector<int32_t> prompt;
     SamplingParams params;
-    v1::SamplingParams sampling;  // as sent to the shards (seed set)
     int64_t capacity = 0;
     std::vector<v1::RouteHop> route;  // the ring, embedding first
     std::set<std::string> waiting;    // shards yet to confirm this round's SessionOpen
@@ -192,10 +192,11 @@ class JobLifecycle {
   };
 
   void OpenOnShards(Job& job, Clock::time_point now, Actions& out);
-  void CloseOnShards(const Job& job, const std::string& reason, Actions& out, const std::string& skip = "") const;
+  void CloseOnShards(const Job& job, Actions& out, const std::string& skip = "") const;
   void Fail(uint64_t session_id, const v1::Error& error, Clock::time_point now, Actions& out);
   void End(uint64_t session_id, const v1::Error& error, Clock::time_point now, Actions& out);
-  void Close(uint64_t session_id, const std::string& reason, Clock::time_point now, Actions& out);
+  void Close(uint64_t session_id, Clock::time_point now, Actions& out);
+  uint32_t QueuePosition(const Job& job) const;
   void Enqueue(Job& job, const v1::Error& why, Clock::time_point now, Actions& out);
   void NoticeQueued(Job& job, Clock::time_point now, Actions& out);
   void DispatchQueued(Clock::time_point now, Actions& out);

@@ -28,29 +28,24 @@ std::vector<v1::RouteHop> Ring(const std::string& head, const std::string& endpo
   return route;
 }
 
-v1::Envelope SessionOpenEnvelope(const SessionSetup& setup) {
+v1::Envelope SessionOpenEnvelope(uint64_t session_id, int64_t capacity, const std::string& fingerprint) {
   v1::Envelope open = NewEnvelope();
   v1::SessionOpen* o = open.mutable_session_open();
-  o->set_session_id(setup.session_id);
-  for (const v1::RouteHop& h : *setup.route) *o->add_route() = h;
-  o->set_max_length(static_cast<uint32_t>(setup.capacity));
-  *o->mutable_sampling() = *setup.sampling;
-  o->set_model_fingerprint(setup.fingerprint);
-  o->set_job_id(setup.job_id);
+  o->set_session_id(session_id);
+  o->set_max_length(static_cast<uint32_t>(capacity));
+  o->set_model_fingerprint(fingerprint);
   return open;
 }
 
-v1::Envelope SessionCloseEnvelope(uint64_t session_id, const std::string& reason) {
+v1::Envelope SessionCloseEnvelope(uint64_t session_id) {
   v1::Envelope env = NewEnvelope();
   env.mutable_session_close()->set_session_id(session_id);
-  env.mutable_session_close()->set_reason(reason);
   return env;
 }
 
 v1::Step PrefillStep(uint64_t session_id, const std::vector<int32_t>& prompt, const std::vector<v1::RouteHop>& route) {
   v1::Step step;
   step.set_session_id(session_id);
-  step.set_step_id(0);
   step.set_first_position(0);
   step.set_token_count(static_cast<uint32_t>(prompt.size()));
   for (int32_t id : prompt) step.add_token_ids(id);

@@ -20,17 +20,10 @@ namespace troupe::scheduling {
 std::vector<v1::RouteHop> Ring(const std::string& head, const std::string& endpoint,
                                const std::vector<Span>& spans);
 
-struct SessionSetup {
-  uint64_t session_id = 0;
-  uint64_t job_id = 0;
-  const std::vector<v1::RouteHop>* route = nullptr;  // the ring
-  int64_t capacity = 0;                              // cache positions to reserve
-  const v1::SamplingParams* sampling = nullptr;      // seed set
-  std::string fingerprint;                           // of the model
-};
-
-v1::Envelope SessionOpenEnvelope(const SessionSetup& setup);
-v1::Envelope SessionCloseEnvelope(uint64_t session_id, const std::string& reason);
+// SessionOpen for a shard: reserve `capacity` cache positions for a session
+// of the model `fingerprint`.
+v1::Envelope SessionOpenEnvelope(uint64_t session_id, int64_t capacity, const std::string& fingerprint);
+v1::Envelope SessionCloseEnvelope(uint64_t session_id);
 
 // Step 0 of a session: the whole prompt, to go round `route` (the embedding chunks it).
 v1::Step PrefillStep(uint64_t session_id, const std::vector<int32_t>& prompt, const std::vector<v1::RouteHop>& route);

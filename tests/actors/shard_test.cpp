@@ -77,7 +77,7 @@ class ShardTest : public ::testing::Test {
 
   double CacheBytesInUse() {
     v1::Envelope q = NewEnvelope(99);
-    q.mutable_metrics_snapshot();
+    q.mutable_metrics_query();
     Send(q);
     v1::Envelope answer = Receive();
     EXPECT_TRUE(answer.has_metrics_snapshot());
@@ -108,7 +108,7 @@ TEST_F(ShardTest, OpensAccountsAndCloses) {
   v1::Envelope opened = Open(1, 100);
   ASSERT_TRUE(opened.has_session_opened()) << opened.DebugString();
   EXPECT_EQ(opened.request_id(), 7u);
-  EXPECT_EQ(opened.session_opened().reserved_tokens(), 100u);
+  EXPECT_EQ(opened.session_opened().node_id(), "shard-under-test");
   EXPECT_EQ(CacheBytesInUse(), 100 * kBytesPerPosition);
 
   v1::Envelope again = Open(1, 100);

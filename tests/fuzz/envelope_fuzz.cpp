@@ -46,12 +46,9 @@ void CheckEnvelope(const v1::Envelope& e, size_t max_header) {
   Check(again.ok(), "an accepted envelope re-decodes");
   Check(Canonical(*again) == bytes, "re-encoding is a fixed point");
   Check(std::string(BodyName(e)) != "none", "an accepted envelope has a body");
-  // The sampling mirrors convert (or are refused as BAD_REQUEST).
-  const v1::SamplingParams* sampling = nullptr;
-  if (e.has_session_open()) sampling = &e.session_open().sampling();
-  if (e.has_job_submit()) sampling = &e.job_submit().sampling();
-  if (sampling) {
-    WireResult<SamplingParams> p = SamplingParamsFromProto(*sampling);
+  // The sampling mirror converts (or are refused as BAD_REQUEST).
+  if (e.has_job_submit()) {
+    WireResult<SamplingParams> p = SamplingParamsFromProto(e.job_submit().sampling());
     Check(p.ok() || p.error().code == v1::BAD_REQUEST, "sampling params convert or are BAD_REQUEST");
   }
 }

@@ -53,7 +53,7 @@ TEST(EnvelopeCodecTest, OptionalFieldsKeepPresence) {
   WireResult<v1::Envelope> decoded = Decode(EncodeEnvelope(e));
   ASSERT_TRUE(decoded.ok());
   EXPECT_TRUE(decoded->error().has_session_id());
-  EXPECT_FALSE(decoded->error().has_step_id());
+  EXPECT_FALSE(decoded->error().has_job_id());
 }
 
 TEST(EnvelopeCodecTest, BodyNames) {
@@ -63,6 +63,8 @@ TEST(EnvelopeCodecTest, BodyNames) {
   EXPECT_STREQ(BodyName(e), "step");
   e.mutable_metrics_snapshot();
   EXPECT_STREQ(BodyName(e), "metrics_snapshot");
+  e.mutable_metrics_query();
+  EXPECT_STREQ(BodyName(e), "metrics_query");
 }
 
 TEST(EnvelopeCodecTest, OversizedHeaderIsRejectedBeforeParsing) {
@@ -83,7 +85,7 @@ TEST(EnvelopeCodecTest, GarbageIsBadHeader) {
 }
 
 TEST(EnvelopeCodecTest, TruncatedHeaderIsBadHeader) {
-  const std::string bytes = EncodeEnvelope(SampleEnvelopes()[0]);  // session_open, nested
+  const std::string bytes = EncodeEnvelope(SampleEnvelopes()[3]);  // step, nested
   int bad = 0;
   for (size_t n = 1; n < bytes.size(); ++n) {
     WireResult<v1::Envelope> r = Decode(bytes.substr(0, n));
@@ -98,7 +100,7 @@ TEST(EnvelopeCodecTest, TruncatedHeaderIsBadHeader) {
 
 TEST(EnvelopeCodecTest, InvalidUtf8InAStringIsBadHeader) {
   v1::Envelope e = NewEnvelope();
-  e.mutable_session_close()->set_reason("ok");
+  e.mutable_error()->set_text("ok");
   std::string bytes = EncodeEnvelope(e);
   const size_t at = bytes.find("ok");
   ASSERT_NE(at, std::string::npos);

@@ -23,7 +23,7 @@ v1::Envelope StepEnvelope() {
   v1::Envelope e = NewEnvelope(7);
   v1::Step* step = e.mutable_step();
   step->set_session_id(42);
-  step->set_step_id(1);
+  step->set_first_position(1);
   step->set_token_count(2);
   return e;
 }

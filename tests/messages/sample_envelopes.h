@@ -35,20 +35,10 @@ inline void FillSampling(v1::SamplingParams* s) {
   s->add_stop("User:");
 }
 
-inline void FillLoad(v1::NodeLoad* load) {
-  load->set_cache_tokens_total(65536);
-  load->set_cache_tokens_free(40000);
-  load->set_active_sessions(7);
-  load->set_queued_steps(3);
-  load->set_ms_per_token_layer(0.125);
-  load->set_tokens_per_second(88.5);
-}
-
 inline void FillError(v1::Error* e) {
   e->set_code(v1::CACHE_FULL);
   e->set_text("node shard-1 has 100 free cache tokens, session needs 4096");
   e->set_session_id(42);
-  e->set_step_id(3);
   e->set_job_id(9);
   e->set_node_id("shard-1");
 }
@@ -59,39 +49,26 @@ inline std::vector<v1::Envelope> SampleEnvelopes() {
   uint64_t request_id = 100;
   auto next = [&]() -> v1::Envelope& {
     out.push_back(NewEnvelope(++request_id));
-    out.back().set_sender("head-0");
     return out.back();
   };
   {
     v1::SessionOpen* m = next().mutable_session_open();
     m->set_session_id(42);
-    FillHop(m->add_route(), "head-0", v1::STAGE_EMBEDDING, 0, 0);
-    FillHop(m->add_route(), "shard-0", v1::STAGE_SHARD, 0, 15);
-    FillHop(m->add_route(), "shard-1", v1::STAGE_SHARD, 15, 30);
-    FillHop(m->add_route(), "head-0", v1::STAGE_LM_HEAD, 0, 0);
-    FillHop(m->add_route(), "head-0", v1::STAGE_SAMPLER, 0, 0);
     m->set_max_length(4096);
-    FillSampling(m->mutable_sampling());
     m->set_model_fingerprint("sha256:0123456789abcdef");
-    m->set_job_id(9);
-    m->set_all_logits(true);
-    m->set_first_position(17);
   }
   {
     v1::SessionOpened* m = next().mutable_session_opened();
     m->set_session_id(42);
     m->set_node_id("shard-1");
-    m->set_reserved_tokens(4096);
   }
   {
     v1::SessionClose* m = next().mutable_session_close();
     m->set_session_id(42);
-    m->set_reason("finished");
   }
   {
     v1::Step* m = next().mutable_step();
     m->set_session_id(42);
-    m->set_step_id(3);
     m->set_first_position(12);
     m->set_token_count(2);
     FillHop(m->add_rest_of_route(), "shard-1", v1::STAGE_SHARD, 15, 30);
@@ -105,24 +82,26 @@ inline std::vector<v1::Envelope> SampleEnvelopes() {
   {
     v1::Token* m = next().mutable_token();
     m->set_session_id(42);
-    m->set_step_id(3);
     m->set_token_id(1234);
     m->set_text(" caf\xc3\xa9");
     m->set_job_id(9);
     m->set_index(5);
+    m->set_end_of_generation(true);
   }
   {
     v1::Finish* m = next().mutable_finish();
     m->set_session_id(42);
     m->set_job_id(9);
-    m->set_reason(v1::FINISH_ERROR);
+    m->set_reason(v1::FINISH_STOP_STRING);
     m->set_prompt_tokens(30);
     m->set_generated_tokens(64);
     m->set_queue_seconds(0.25);
     m->set_first_token_seconds(0.5);
     m->set_total_seconds(3.75);
     m->set_replays(1);
-    FillError(m->mutable_error());
+    m->set_decode_steps(63);
+    m->set_decode_seconds(3.0);
+    m->set_peak_rss_mb(512.5);
   }
   FillError(next().mutable_error());
   {
@@ -138,23 +117,19 @@ inline std::vector<v1::Envelope> SampleEnvelopes() {
     m->set_system("You are terse.");
     FillSampling(m->mutable_sampling());
     m->set_session_id(42);
-    m->set_keep_session(true);
     m->set_stream(true);
   }
   {
     v1::JobCancel* m = next().mutable_job_cancel();
     m->set_job_id(9);
-    m->set_reason("client went away");
   }
   next().mutable_job_status_query()->set_job_id(9);
   {
     v1::JobStatus* m = next().mutable_job_status();
     m->set_job_id(9);
-    m->set_state(v1::JOB_FAILED);
+    m->set_state(v1::JOB_QUEUED);
     m->set_queue_position(4);
     m->set_session_id(42);
-    m->set_generated_tokens(11);
-    FillError(m->mutable_error());
   }
   {
     v1::RegistryAnnounce* m = next().mutable_registry_announce();
@@ -166,32 +141,23 @@ inline std::vector<v1::Envelope> SampleEnvelopes() {
     e->set_name("admin");
     e->set_address("http://10.0.0.5:8080");
     m->set_model_fingerprint("sha256:0123456789abcdef");
-    m->add_stages(v1::STAGE_SHARD);
-    m->add_stages(v1::STAGE_LM_HEAD);
     v1::LayerRange* r = m->add_layers();
     r->set_begin(15);
     r->set_end(30);
-    FillLoad(m->mutable_load());
-    m->set_device("cuda:0");
-    m->set_software_version("0.1.0");
-    m->set_curve_public_key(std::string("\x00\x01\xfe\xff", 4));
   }
   {
     v1::Heartbeat* m = next().mutable_heartbeat();
     m->set_node_id("shard-1");
-    m->set_sequence(77);
-    FillLoad(m->mutable_load());
-    m->set_uptime_seconds(3600.5);
   }
   {
     v1::MetricsSnapshot* m = next().mutable_metrics_snapshot();
     m->set_node_id("shard-1");
-    m->set_unix_millis(1700000000123);
     (*m->mutable_counters())["steps_total"] = 1000;
     (*m->mutable_counters())["messages_rejected_total{code=\"BAD_HEADER\"}"] = 2;
     (*m->mutable_gauges())["cache_tokens_free"] = 40000.0;
     (*m->mutable_gauges())["load"] = 0.75;
   }
+  next().mutable_metrics_query();
   return out;
 }
 

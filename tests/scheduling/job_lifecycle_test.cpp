@@ -35,15 +35,14 @@ std::vector<T> All(const Actions& actions) {
   return out;
 }
 
-// "open a 1001", "close b 1001 queued": the ToNode actions in order.
+// "open a 1001", "close b 1001": the ToNode actions in order.
 std::vector<std::string> NodeMessages(const Actions& actions) {
   std::vector<std::string> out;
   for (const ToNode& t : All<ToNode>(actions)) {
     if (t.envelope.has_session_open()) {
       out.push_back("open " + t.node_id + " " + std::to_string(t.envelope.session_open().session_id()));
     } else {
-      out.push_back("close " + t.node_id + " " + std::to_string(t.envelope.session_close().session_id()) + " " +
-                    t.envelope.session_close().reason());
+      out.push_back("close " + t.node_id + " " + std::to_string(t.envelope.session_close().session_id()));
     }
   }
   return out;
@@ -120,14 +119,18 @@ TEST_F(JobLifecycleTest, SubmitAnswersRunningAndOpensOnEveryShard) {
   EXPECT_EQ(NodeMessages(out), (std::vector<std::string>{"open a 1001", "open b 1001"}));
   const v1::SessionOpen& open = std::get<ToNode>(out[1]).envelope.session_open();
   EXPECT_EQ(open.max_length(), 11u);  // prompt + max_tokens
-  EXPECT_EQ(open.sampling().seed(), Mix64(kFirst + 1));
   EXPECT_EQ(open.model_fingerprint(), "fp");
-  EXPECT_EQ(open.job_id(), 5u);
-  ASSERT_EQ(open.route_size(), 5);  // embedding, a, b, LM head, sampler
-  EXPECT_EQ(open.route(0).stage(), v1::STAGE_EMBEDDING);
-  EXPECT_EQ(open.route(2).node_id(), "b");
-  EXPECT_EQ(open.route(4).stage(), v1::STAGE_SAMPLER);
   EXPECT_EQ(lc->StateOf(5), JobState::kOpening);
+  // The sampler gets the seed, every stage the route, in process.
+  lc->Opened(kFirst + 1, "a", t0);
+  out = lc->Opened(kFirst + 1, "b", t0);
+  ASSERT_EQ(Kinds(out), "SamplerStart Prefill");
+  EXPECT_EQ(std::get<SamplerStart>(out[0]).params.seed, Mix64(kFirst + 1));
+  const v1::Step& prefill = std::get<Prefill>(out[1]).step;
+  ASSERT_EQ(prefill.rest_of_route_size(), 5);  // embedding, a, b, LM head, sampler
+  EXPECT_EQ(prefill.rest_of_route(0).stage(), v1::STAGE_EMBEDDING);
+  EXPECT_EQ(prefill.rest_of_route(2).node_id(), "b");
+  EXPECT_EQ(prefill.rest_of_route(4).stage(), v1::STAGE_SAMPLER);
 }
 
 TEST_F(JobLifecycleTest, CapacityIsCappedByTheContextAndAGivenSeedIsKept) {
@@ -138,7 +141,10 @@ TEST_F(JobLifecycleTest, CapacityIsCappedByTheContextAndAGivenSeedIsKept) {
   Actions out = lc->Submit(5, kClient, 42, job, t0);
   const v1::SessionOpen& open = std::get<ToNode>(out[1]).envelope.session_open();
   EXPECT_EQ(open.max_length(), 64u);
-  EXPECT_EQ(open.sampling().seed(), 99u);
+  lc->Opened(kFirst + 1, "a", t0);
+  out = lc->Opened(kFirst + 1, "b", t0);
+  ASSERT_EQ(Kinds(out), "SamplerStart Prefill");
+  EXPECT_EQ(std::get<SamplerStart>(out[0]).params.seed, 99u);
 }
 
 TEST_F(JobLifecycleTest, SubmitWithoutARouteIsNoRoute) {
@@ -193,9 +199,10 @@ TEST_F(JobLifecycleTest, RetryableCacheFullWhileOpeningQueues) {
   lc->Opened(sid, "b", t0);
   Actions out = lc->Failed(sid, CacheFull("a", sid), t0);
   EXPECT_EQ(Kinds(out), "ToNode ToNode Log Reply");
-  EXPECT_EQ(NodeMessages(out), (std::vector<std::string>{"close a 1001 queued", "close b 1001 queued"}));
+  EXPECT_EQ(NodeMessages(out), (std::vector<std::string>{"close a 1001", "close b 1001"}));
   const v1::JobStatus& js = std::get<Reply>(out[3]).envelope.job_status();
   EXPECT_EQ(js.state(), v1::JOB_QUEUED);
+  EXPECT_EQ(js.queue_position(), 0u);  // no older queued job
   EXPECT_EQ(js.job_id(), 5u);
   EXPECT_EQ(lc->StateOf(5), JobState::kQueued);
   EXPECT_EQ(lc->jobs_queued_total(), 1u);
@@ -211,7 +218,7 @@ TEST_F(JobLifecycleTest, CacheFullThatIsNotRetryableFails) {
   Actions out = lc->Failed(kFirst + 1, CacheFull("a", kFirst + 1, false), t0);
   EXPECT_EQ(Kinds(out), "Reply ToNode ToNode");
   EXPECT_EQ(std::get<Reply>(out[0]).envelope.error().code(), v1::CACHE_FULL);
-  EXPECT_EQ(NodeMessages(out), (std::vector<std::string>{"close a 1001 failed", "close b 1001 failed"}));
+  EXPECT_EQ(NodeMessages(out), (std::vector<std::string>{"close a 1001", "close b 1001"}));
   EXPECT_EQ(lc->StateOf(5), std::nullopt);
 }
 
@@ -222,7 +229,7 @@ TEST_F(JobLifecycleTest, ACloseDispatchesTheOldestQueuedJobOneAtATime) {
   Queued(3, t0 + seconds(2));
   Actions out = lc->Done(running, t0 + seconds(3));
   // Job 1 closes; job 2 (the oldest) tries as session 1004; job 3 waits.
-  EXPECT_EQ(NodeMessages(out), (std::vector<std::string>{"close a 1001 finished", "close b 1001 finished",
+  EXPECT_EQ(NodeMessages(out), (std::vector<std::string>{"close a 1001", "close b 1001",
                                                          "open a 1004", "open b 1004"}));
   EXPECT_EQ(lc->StateOf(1), std::nullopt);
   EXPECT_EQ(lc->StateOf(2), JobState::kOpening);
@@ -284,7 +291,7 @@ TEST_F(JobLifecycleTest, NodeDownWhileRunningReroutesAndResumes) {
   const uint64_t sid = Running(5);  // over a and b (b2 is b's replica)
   Actions out = lc->NodeDown("b", "disconnected", t0 + seconds(1));
   EXPECT_EQ(Kinds(out), "ToNode Log SamplerMove ToNode ToNode");
-  EXPECT_EQ(NodeMessages(out), (std::vector<std::string>{"close a 1001 rerouted", "open a 1002", "open b2 1002"}));
+  EXPECT_EQ(NodeMessages(out), (std::vector<std::string>{"close a 1001", "open a 1002", "open b2 1002"}));
   const SamplerMove& move = std::get<SamplerMove>(out[2]);
   EXPECT_EQ(move.old_id, sid);
   EXPECT_EQ(move.new_id, 1002u);
@@ -399,7 +406,7 @@ TEST_F(JobLifecycleTest, CancelEndsTheJobAndDropsTheSamplersCopy) {
   EXPECT_EQ(reply.envelope.request_id(), 55u);
   EXPECT_EQ(reply.envelope.error().code(), v1::CANCELLED);
   EXPECT_EQ(reply.envelope.error().text(), "job 5 was cancelled");
-  EXPECT_EQ(NodeMessages(out), (std::vector<std::string>{"close a 1001 cancelled", "close b 1001 cancelled"}));
+  EXPECT_EQ(NodeMessages(out), (std::vector<std::string>{"close a 1001", "close b 1001"}));
   EXPECT_EQ(std::get<SamplerDrop>(out[1]).session_id, sid);
   EXPECT_EQ(lc->StateOf(5), std::nullopt);
 }
@@ -437,7 +444,7 @@ TEST_F(JobLifecycleTest, DoneFinishesAndCloses) {
   Make(true);
   const uint64_t sid = Running(5);
   Actions out = lc->Done(sid, t0);
-  EXPECT_EQ(NodeMessages(out), (std::vector<std::string>{"close a 1001 finished", "close b 1001 finished"}));
+  EXPECT_EQ(NodeMessages(out), (std::vector<std::string>{"close a 1001", "close b 1001"}));
   EXPECT_EQ(Kinds(out), "ToNode ToNode");  // Finish came from the sampler
   EXPECT_EQ(lc->StateOf(5), std::nullopt);
   EXPECT_EQ(std::get<Reply>(lc->Status(kClient, 1, 5)[0]).envelope.error().code(), v1::UNKNOWN_JOB);
@@ -455,6 +462,17 @@ TEST_F(JobLifecycleTest, StatusIsQueuedOrRunning) {
   EXPECT_EQ(state(5), v1::JOB_RUNNING);
   EXPECT_EQ(state(6), v1::JOB_QUEUED);
   EXPECT_EQ(state(7), v1::JOB_RUNNING);
+}
+
+TEST_F(JobLifecycleTest, QueuePositionCountsOlderQueuedJobs) {
+  Make(true);
+  Running(5);
+  Queued(6, t0);
+  Queued(7, t0 + seconds(1));
+  const v1::JobStatus js = std::get<Reply>(lc->Status(kOther, 1, 7)[0]).envelope.job_status();
+  EXPECT_EQ(js.state(), v1::JOB_QUEUED);
+  EXPECT_EQ(js.queue_position(), 1u);  // job 6 goes first
+  EXPECT_EQ(std::get<Reply>(lc->Status(kOther, 1, 5)[0]).envelope.job_status().queue_position(), 0u);
 }
 
 TEST_F(JobLifecycleTest, AFailedSendFailsTheJob) {
