@@ -4,8 +4,9 @@
 
 #include <iostream>
 
-#include "actors/protocol.h"
-#include "actors/wire.h"
+#include "actors/local_messages.h"
+#include "messages/frames_codec.h"
+#include "messages/origin.h"
 #include "messages/envelope_codec.h"
 
 namespace troupe::actors {
@@ -27,7 +28,7 @@ void Bridge::Answer(const Origin& to, v1::Envelope envelope) {
   if (!replies_) replies_ = std::make_unique<transport::Outbound>(ctx_->loop);
   WireResult<transport::Frames> frames = EncodeFrames(std::move(envelope), at::Tensor());
   if (!frames.ok() || !replies_->Send(to.link, to.peer, std::move(*frames)).ok()) {
-    ctx_->counters.send_errors++;
+    ctx_->counters.send_errors_total++;
   }
 }
 
@@ -47,7 +48,7 @@ void Bridge::OnMessage(transport::LinkId link, transport::Inbound&& message) {
 }
 
 void Bridge::OnSendError(transport::LinkId link, const std::string& peer, const Status& error) {
-  ctx_->counters.send_errors++;
+  ctx_->counters.send_errors_total++;
   if (link == ctx_->links->job_listener() && !peer.empty()) {
     if (ctx_->scheduler) caf::anon_send(ctx_->scheduler, PeerGone{Origin{link, peer}});
     return;
@@ -83,7 +84,7 @@ void Bridge::OnTick() {
   if (replies_ && replies_->HasQueued()) {
     size_t dropped = 0;
     replies_->Retry(&dropped);
-    ctx_->counters.send_errors += dropped;
+    ctx_->counters.send_errors_total += dropped;
   }
 }
 

@@ -60,7 +60,7 @@ class EmbeddingActor : public StageActor {
       next.set_first_position(first);
       next.set_token_count(static_cast<uint32_t>(end - begin));
       *next.mutable_rest_of_route() = end == n ? s.rest_of_route() : shards_only;
-      ctx_->counters.steps++;
+      ctx_->counters.steps_total++;
       Status st = sender_.ForwardStep(std::move(next), std::move(*hidden));
       if (!st.ok()) {
         return ReportFailure(s.session_id(), v1::UNAVAILABLE, "embedding cannot forward: " + st.ToString(),

@@ -78,9 +78,9 @@ class LmHeadActor : public StageActor {
       }
       return;
     }
-    ctx_->counters.steps += batch.size();
-    ctx_->counters.batches++;
-    ctx_->counters.batch_rows += batch.size();
+    ctx_->counters.steps_total += batch.size();
+    ctx_->counters.batches_total++;
+    ctx_->counters.batch_rows_total += batch.size();
     if (batch.size() > ctx_->counters.max_batch_sessions) ctx_->counters.max_batch_sessions = batch.size();
     for (size_t i = 0; i < batch.size(); ++i) {
       StepMessage& m = batch[i];

@@ -20,7 +20,7 @@
 #include "transport/links.h"
 #include "actors/lm_head_actor.h"
 #include "actors/node_context.h"
-#include "actors/protocol.h"
+#include "actors/local_messages.h"
 #include "actors/sampler_actor.h"
 #include "actors/scheduler_actor.h"
 #include "actors/shard_actor.h"
@@ -98,16 +98,16 @@ Result<std::unique_ptr<http::HttpServer>> StartHttp(const cluster::NodeConfig& c
   if (model.filename().empty()) model = model.parent_path();  // "folder/"
   options.model_id = model.filename().string();
   options.node_id = c.id;
-  client::JobClientOptions gateway;
-  gateway.endpoint = job_endpoint;
-  gateway.first_reply_ms = 10000;
-  gateway.idle_ms = static_cast<int>(c.step_timeout_seconds * 1000) + 30000;
+  client::JobClientOptions to_head;
+  to_head.endpoint = job_endpoint;
+  to_head.first_reply_ms = 10000;
+  to_head.idle_ms = static_cast<int>(c.step_timeout_seconds * 1000) + 30000;
   if (c.curve && !transport::IsLoopbackEndpoint(c.job_listen)) {
-    // The gateway is CURVE here: the head talks to itself with its own key.
-    TROUPE_ASSIGN_OR_RETURN(gateway.server_key, transport::ReadPublicKeyFile(c.secret_key_file));
-    gateway.client_key_file = c.secret_key_file;
+    // The job endpoint is CURVE here: the head talks to itself with its own key.
+    TROUPE_ASSIGN_OR_RETURN(to_head.server_key, transport::ReadPublicKeyFile(c.secret_key_file));
+    to_head.client_key_file = c.secret_key_file;
   }
-  options.connect = http::JobClientBackends(gateway);
+  options.connect = http::JobClientBackends(to_head);
   return http::HttpServer::Start(std::move(options));
 }
 
@@ -199,8 +199,8 @@ void Node::Stop() {
     // Let the bridge put the actors' last words (errors to clients) on the wire.
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  // Its handlers are clients of the job gateway: join them while the bridge
-  // still delivers the gateway's answers.
+  // Its handlers are clients of the job endpoint: join them while the bridge
+  // still delivers the head's answers.
   if (m.http) m.http->Stop();
   m.http.reset();
   if (m.loop) m.loop->Stop();  // joins the bridge thread

@@ -37,7 +37,7 @@ class Node {
   void Stop();
 
   const std::string& id() const;
-  // The advertised node-to-node address, and the job gateway's bound address
+  // The advertised node-to-node address, and the job endpoint's bound address
   // (head only; empty otherwise).
   const std::string& node_endpoint() const;
   const std::string& job_endpoint() const;

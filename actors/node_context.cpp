@@ -4,7 +4,7 @@
 
 #include <chrono>
 
-#include "actors/protocol.h"
+#include "actors/local_messages.h"
 #include "messages/envelope_codec.h"
 
 namespace troupe::actors {
@@ -33,16 +33,16 @@ v1::MetricsSnapshot NodeMetrics(const NodeContext& ctx) {
   g["cache_budget_bytes"] = ctx.config.shard ? static_cast<double>(ctx.config.cache_budget_bytes) : 0.0;
   g["sessions_open"] = static_cast<double>(c.sessions_open.load());
   auto& n = *m.mutable_counters();
-  n["steps_total"] = c.steps.load();
-  n["batches_total"] = c.batches.load();
-  n["batch_rows_total"] = c.batch_rows.load();
+  n["steps_total"] = c.steps_total.load();
+  n["batches_total"] = c.batches_total.load();
+  n["batch_rows_total"] = c.batch_rows_total.load();
   n["max_batch_sessions"] = c.max_batch_sessions.load();
   n["sessions_opened_total"] = c.sessions_opened_total.load();
   n["sessions_closed_total"] = c.sessions_closed_total.load();
   n["cache_full_total"] = c.cache_full_total.load();
-  n["sessions_resumed_total"] = c.sessions_resumed.load();
-  n["jobs_queued_total"] = c.jobs_queued.load();
-  n["send_errors_total"] = c.send_errors.load();
+  n["sessions_resumed_total"] = c.sessions_resumed_total.load();
+  n["jobs_queued_total"] = c.jobs_queued_total.load();
+  n["send_errors_total"] = c.send_errors_total.load();
   n["compute_microseconds_total"] = c.compute_ns.load() / 1000;
   ctx.rejects.AppendTo(&m);
   return m;

@@ -21,7 +21,8 @@
 
 #include "transport/links.h"
 #include "cluster/node_config.h"
-#include "actors/wire.h"
+#include "messages/frames_codec.h"
+#include "messages/origin.h"
 #include "messages/protocol.h"
 #include "messages/reject_counters.h"
 #include "pipeline/format/model_source.h"
@@ -32,19 +33,20 @@
 namespace troupe::actors {
 
 struct NodeCounters {
-  std::atomic<uint64_t> steps{0};            // steps this node's stages ran
-  std::atomic<uint64_t> batches{0};          // shard / LM head batches
-  std::atomic<uint64_t> batch_rows{0};       // rows over all batches
+  // Named as in `troupe status` and /metrics (troupe_<name>).
+  std::atomic<uint64_t> steps_total{0};        // steps this node's stages ran
+  std::atomic<uint64_t> batches_total{0};      // shard / LM head batches
+  std::atomic<uint64_t> batch_rows_total{0};   // rows over all batches
   std::atomic<uint64_t> max_batch_sessions{0};
   std::atomic<uint64_t> cache_bytes_in_use{0};
-  std::atomic<uint64_t> sessions_open{0};    // shard sessions / scheduler jobs
+  std::atomic<uint64_t> sessions_open{0};      // shard sessions / scheduler jobs
   std::atomic<uint64_t> sessions_opened_total{0};
   std::atomic<uint64_t> sessions_closed_total{0};
   std::atomic<uint64_t> cache_full_total{0};
-  std::atomic<uint64_t> sessions_resumed{0};  // sessions replayed on a new route after a node died
-  std::atomic<uint64_t> jobs_queued{0};       // jobs that had to wait for KV cache
-  std::atomic<uint64_t> send_errors{0};
-  std::atomic<uint64_t> compute_ns{0};       // time spent in model code (forward, sampling)
+  std::atomic<uint64_t> sessions_resumed_total{0};  // sessions replayed on a new route after a node died
+  std::atomic<uint64_t> jobs_queued_total{0};       // jobs that had to wait for KV cache
+  std::atomic<uint64_t> send_errors_total{0};
+  std::atomic<uint64_t> compute_ns{0};  // time in model code (forward, sampling); exported as compute_microseconds_total
 };
 
 // Adds the time since construction to a counter (model code timing).
@@ -65,7 +67,7 @@ struct NodeContext {
   cluster::NodeConfig config;
   std::string node_id;
   std::string node_endpoint;  // advertised node listener address
-  std::string job_endpoint;   // head: bound job gateway address
+  std::string job_endpoint;   // head: bound job endpoint address
   std::string fingerprint;    // of the model
 
   transport::PollLoop* loop = nullptr;

@@ -8,6 +8,7 @@
 
 #include "actors/stage_actor.h"
 #include "messages/envelope_codec.h"
+#include "messages/finish_reason_proto.h"
 #include "pipeline/model/generation.h"
 
 namespace troupe::actors {
@@ -23,18 +24,10 @@ double PeakRssMb() {
   return static_cast<double>(ru.ru_maxrss) / 1024.0;
 }
 
-v1::FinishReason ToProto(FinishReason r) {
-  switch (r) {
-    case FinishReason::kEndOfGeneration: return v1::FINISH_EOS;
-    case FinishReason::kStopString: return v1::FINISH_STOP_STRING;
-    default: return v1::FINISH_LENGTH;
-  }
-}
-
 struct SamplerSession {
   SessionStart start;
   Generation generation;
-  int64_t sampled = 0;  // tokens sampled so far (an end-of-generation id included)
+  int64_t sampled = 0;  // tokens sampled so far (an eos id included)
   uint32_t replays = 0; // times the session was replayed over a new route
   Clock::time_point first_token, last_token, last_activity;
 };
@@ -104,7 +97,7 @@ class SamplerActor : public StageActor {
     step.set_token_count(static_cast<uint32_t>(tokens.size()));
     for (int32_t t : tokens) step.add_token_ids(t);
     for (const v1::RouteHop& hop : s.start.route) *step.add_rest_of_route() = hop;
-    ctx_->counters.sessions_resumed++;
+    ctx_->counters.sessions_resumed_total++;
     Status st = sender_.ForwardStep(std::move(step), at::Tensor());
     if (!st.ok()) return Fail(id, v1::UNAVAILABLE, "sampler cannot replay the session: " + st.ToString());
     ScheduleRetry();
@@ -135,10 +128,10 @@ class SamplerActor : public StageActor {
     ++s.sampled;
     if (s.sampled == 1) s.first_token = now;
     s.last_token = s.last_activity = now;
-    ctx_->counters.steps++;
-    // Position the next token would take; the cache holds capacity positions.
+    ctx_->counters.steps_total++;
+    // Position the next token would take; the cache holds max_length positions.
     const int64_t next_position = static_cast<int64_t>(s.start.prompt.size()) + s.sampled - 1;
-    const bool finished = s.generation.finished() || next_position >= s.start.capacity;
+    const bool finished = s.generation.finished() || next_position >= s.start.max_length;
     // The next step first: it is on the critical path, the client is not.
     if (!finished) {
       v1::Step next;
@@ -158,7 +151,7 @@ class SamplerActor : public StageActor {
       t->set_text(ev.text);
       t->set_job_id(s.start.job_id);
       t->set_index(static_cast<uint32_t>(s.sampled - 1));
-      t->set_end_of_generation(ev.end_of_generation);
+      t->set_eos(ev.eos);
       Sent(sender_.Reply(s.start.client, std::move(env)));
     }
     if (finished) return Finish(it);
@@ -167,14 +160,14 @@ class SamplerActor : public StageActor {
 
   void Finish(std::map<uint64_t, SamplerSession>::iterator it) {
     SamplerSession& s = it->second;
-    const FinishReason reason = s.generation.finished() ? s.generation.finish_reason() : FinishReason::kMaxTokens;
+    const FinishReason reason = s.generation.finished() ? s.generation.finish_reason() : FinishReason::kLength;
     v1::Envelope env = NewEnvelope(s.start.request_id);
     v1::Finish* f = env.mutable_finish();
     f->set_session_id(it->first);
     f->set_job_id(s.start.job_id);
-    f->set_reason(ToProto(reason));
+    f->set_reason(FinishReasonToProto(reason));
     f->set_prompt_tokens(static_cast<uint32_t>(s.start.prompt.size()));
-    const int64_t generated = s.generation.generated_tokens() - (reason == FinishReason::kEndOfGeneration ? 1 : 0);
+    const int64_t generated = s.generation.generated_tokens() - (reason == FinishReason::kEos ? 1 : 0);
     f->set_generated_tokens(static_cast<uint32_t>(generated));
     f->set_queue_seconds(Seconds(s.start.opened - s.start.submitted));
     f->set_first_token_seconds(Seconds(s.first_token - s.start.opened));

@@ -20,8 +20,6 @@ namespace sched = troupe::scheduling;
 
 constexpr auto kTick = std::chrono::milliseconds(200);
 
-sched::Client ClientOf(const Origin& o) { return sched::Client{o.link, o.peer}; }
-Origin OriginOf(const sched::Client& c) { return Origin{c.link, c.peer}; }
 
 sched::LifecycleConfig LifecycleConfigOf(const NodeContext& ctx) {
   sched::LifecycleConfig c;
@@ -50,7 +48,7 @@ class SchedulerActor : public StageActor {
         [this](WireMessage& m) { OnWire(m); },
         [this](const SessionDone& d) { Execute(jobs_.Done(d.session_id, Clock::now())); },
         [this](SessionFailed& f) { Execute(jobs_.Failed(f.session_id, f.error, Clock::now())); },
-        [this](const PeerGone& g) { Execute(jobs_.ClientGone(ClientOf(g.client), Clock::now())); },
+        [this](const PeerGone& g) { Execute(jobs_.ClientGone(g.client, Clock::now())); },
         [this](const NodeDown& d) { Execute(jobs_.NodeDown(d.node_id, "disconnected", Clock::now())); },
         [this](tick_atom) {
           OnTick();
@@ -86,7 +84,7 @@ class SchedulerActor : public StageActor {
 
   void OnWire(WireMessage& m) {
     const v1::Envelope& env = m.envelope;
-    const sched::Client from = ClientOf(m.from);
+    const Origin from = m.from;
     const auto now = Clock::now();
     switch (env.body_case()) {
       case v1::Envelope::kJobSubmit: return Submit(from, env.request_id(), env.job_submit());
@@ -109,14 +107,14 @@ class SchedulerActor : public StageActor {
     }
   }
 
-  void Submit(const sched::Client& client, uint64_t request_id, const v1::JobSubmit& submit) {
+  void Submit(const Origin& client, uint64_t request_id, const v1::JobSubmit& submit) {
     const uint64_t job_id = jobs_.TakeJobId(submit.job_id());
     auto tokenize = [this](const PromptRequest& r) {
       return PromptTokens(*ctx_->tokenizer, ctx_->source->tokenizer_spec(), r);
     };
     WireResult<sched::AdmittedJob> job = sched::Admit(submit, tokenize, ctx_->source->config().max_positions);
     if (!job.ok()) {
-      return Execute(sched::Reply{client, sched::ErrorReply(job.error().code, job.error().text, ctx_->node_id, 0,
+      return Execute(sched::Reply{client, ErrorEnvelope(job.error().code, job.error().text, ctx_->node_id, 0,
                                                           request_id, job_id)});
     }
     Execute(jobs_.Submit(job_id, client, request_id, std::move(*job), Clock::now()));
@@ -124,8 +122,8 @@ class SchedulerActor : public StageActor {
 
   void Announced(const Origin& from, const v1::RegistryAnnounce& a) {
     if (a.model_fingerprint() != ctx_->fingerprint) {
-      return Execute(sched::Reply{ClientOf(from),
-                                sched::ErrorReply(v1::WRONG_MODEL,
+      return Execute(sched::Reply{from,
+                                ErrorEnvelope(v1::WRONG_MODEL,
                                                   "node '" + a.node_id() + "' serves model " + a.model_fingerprint() +
                                                       ", the head " + ctx_->fingerprint,
                                                   ctx_->node_id)});
@@ -142,7 +140,7 @@ class SchedulerActor : public StageActor {
     if (fresh) (void)ctx_->links->ConnectTo(a.node_id(), endpoint);  // dial early: the first job does not wait
   }
 
-  void QueryMetrics(const sched::Client& from, uint64_t request_id) {
+  void QueryMetrics(const Origin& from, uint64_t request_id) {
     const auto now = Clock::now();
     const sched::Registry& registry = jobs_.registry();
     const uint64_t q =
@@ -174,11 +172,11 @@ class SchedulerActor : public StageActor {
       std::visit([this](auto& a) { Do(a); }, action);
     }
     ctx_->counters.sessions_open = jobs_.size();
-    ctx_->counters.jobs_queued = jobs_.jobs_queued_total();
+    ctx_->counters.jobs_queued_total = jobs_.jobs_queued_total();
   }
   void Execute(sched::Reply reply) { Do(reply); }
 
-  void Do(sched::Reply& a) { Sent(sender_.Reply(OriginOf(a.client), std::move(a.envelope))); }
+  void Do(sched::Reply& a) { Sent(sender_.Reply(a.client, std::move(a.envelope))); }
 
   void Do(sched::ToNode& a) {
     const bool open = a.envelope.has_session_open();
@@ -196,12 +194,12 @@ class SchedulerActor : public StageActor {
     SessionStart start;
     start.session_id = a.session_id;
     start.job_id = a.job_id;
-    start.client = OriginOf(a.client);
+    start.client = a.client;
     start.request_id = a.request_id;
     start.stream = a.stream;
     start.prompt = std::move(a.prompt);
     start.params = std::move(a.params);
-    start.capacity = a.capacity;
+    start.max_length = a.max_length;
     start.route = std::move(a.route);
     start.submitted = a.submitted;
     start.opened = a.opened;

@@ -18,7 +18,7 @@ Status Sender::Deliver(transport::LinkId link, const std::string& peer, v1::Enve
   WireResult<transport::Frames> frames = EncodeFrames(std::move(envelope), tensor);
   if (!frames.ok()) return frames.error().ToStatus();
   Status st = outbound_.Send(link, peer, std::move(*frames));
-  if (!st.ok()) ctx_->counters.send_errors++;
+  if (!st.ok()) ctx_->counters.send_errors_total++;
   return st;
 }
 
@@ -52,7 +52,7 @@ Status Sender::Reply(const Origin& to, v1::Envelope envelope) {
 void Sender::Retry() {
   size_t dropped = 0;
   outbound_.Retry(&dropped);
-  if (dropped) ctx_->counters.send_errors += dropped;
+  if (dropped) ctx_->counters.send_errors_total += dropped;
 }
 
 }  // namespace troupe::actors

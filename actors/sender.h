@@ -18,7 +18,8 @@
 
 #include "actors/node_context.h"
 #include "transport/outbound.h"
-#include "actors/wire.h"
+#include "messages/frames_codec.h"
+#include "messages/origin.h"
 #include "messages/troupe.pb.h"
 
 namespace troupe::actors {

@@ -285,9 +285,9 @@ class ShardActor : public StageActor {
       }
       return;
     }
-    ctx_->counters.steps += batch.size();
-    ctx_->counters.batches++;
-    ctx_->counters.batch_rows += n_rows;
+    ctx_->counters.steps_total += batch.size();
+    ctx_->counters.batches_total++;
+    ctx_->counters.batch_rows_total += n_rows;
     if (batch.size() > ctx_->counters.max_batch_sessions) ctx_->counters.max_batch_sessions = batch.size();
     int64_t r0 = 0;
     for (StepMessage& m : batch) {

@@ -13,8 +13,9 @@
 #include <memory>
 
 #include "actors/node_context.h"
-#include "actors/protocol.h"
+#include "actors/local_messages.h"
 #include "actors/sender.h"
+#include "messages/envelope_codec.h"
 
 namespace troupe::actors {
 
@@ -41,7 +42,7 @@ class StageActor : public caf::event_based_actor {
 
   // Counts a failed send; arms the retry timer when messages wait.
   void Sent(const Status& st) {
-    if (!st.ok()) ctx_->counters.send_errors++;
+    if (!st.ok()) ctx_->counters.send_errors_total++;
     ScheduleRetry();
   }
 

@@ -44,7 +44,7 @@ void AddSamplingFlags(CLI::App* cmd, SamplingParams* p) {
   cmd->add_option("--top-a", p->top_a, "Keep tokens with p >= top_a * p_max^2; 0 = off")->capture_default_str();
   cmd->add_option("--repeat-penalty", p->repeat_penalty, "Repetition penalty; 1 = off")->capture_default_str();
   cmd->add_option("--repeat-last-n", p->repeat_last_n, "Window of the repetition penalty")->capture_default_str();
-  cmd->add_option("--min-tokens", p->min_tokens, "No end of generation before this many tokens")->capture_default_str();
+  cmd->add_option("--min-tokens", p->min_tokens, "No eos before this many tokens")->capture_default_str();
   cmd->add_option("--seed", p->seed, "Random seed")->capture_default_str();
   cmd->add_option("--stop", p->stop, "Stop string (repeatable)");
 }

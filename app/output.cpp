@@ -29,7 +29,7 @@ void TokenPrinter::Token(const TokenEvent& ev) {
     std::cout << ev.text << std::flush;
     return;
   }
-  if (ev.end_of_generation && ev.text.empty()) return;  // the end marker itself is not part of the answer
+  if (ev.eos && ev.text.empty()) return;  // the end marker itself is not part of the answer
   std::cout << Dump(nlohmann::ordered_json{{"token", ev.id}, {"text", ev.text}}) << "\n" << std::flush;
 }
 

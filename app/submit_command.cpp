@@ -13,6 +13,7 @@
 #include "app/commands.h"
 #include "app/output.h"
 #include "messages/sampling_params_proto.h"
+#include "messages/finish_reason_proto.h"
 #include "pipeline/model/prompt.h"
 
 namespace troupe::app {
@@ -27,14 +28,6 @@ struct SubmitFlags {
   std::string client_key;
   double timeout_s = 120;
 };
-
-FinishReason FromProto(v1::FinishReason r) {
-  switch (r) {
-    case v1::FINISH_EOS: return FinishReason::kEndOfGeneration;
-    case v1::FINISH_STOP_STRING: return FinishReason::kStopString;
-    default: return FinishReason::kMaxTokens;
-  }
-}
 
 void RunSubmit(const SubmitFlags& f) {
   if (Status st = f.params.Validate(); !st.ok()) return Fail(st.ToString());
@@ -62,7 +55,7 @@ void RunSubmit(const SubmitFlags& f) {
     TokenEvent ev;
     ev.id = t.token_id();
     ev.text = t.text();
-    ev.end_of_generation = t.end_of_generation();
+    ev.eos = t.eos();
     printer.Token(ev);
   });
   if (!finish.ok()) return Fail(finish.status().message());
@@ -72,7 +65,7 @@ void RunSubmit(const SubmitFlags& f) {
   stats.decode_steps = finish->decode_steps();
   stats.prefill_seconds = finish->first_token_seconds();
   stats.decode_seconds = finish->decode_seconds();
-  stats.finish = FromProto(finish->reason());
+  stats.finish = FinishReasonFromProto(finish->reason());
   printer.Done(stats);
 }
 

@@ -177,7 +177,7 @@ Result<JobClient::Event> JobClient::Next(const std::function<bool()>& cancelled)
     if (!answer.ok()) {
       if (answer.status().code() == StatusCode::kCancelled) {
         Cancel();
-        // Reported as the gateway reports a cancelled job.
+        // Reported as the head reports a cancelled job.
         return WireError{v1::CANCELLED, "job " + std::to_string(m.job_id) + " was cancelled by its client"}.ToStatus();
       }
       m.job_running = false;
@@ -213,7 +213,7 @@ void JobClient::Cancel() {
   v1::Envelope env = NewEnvelope(m.next_request++);
   env.mutable_job_cancel()->set_job_id(m.job_id);
   if (!m.Send(env).ok()) return;
-  // The job's own request ends with the gateway's CANCELLED error (or its
+  // The job's own request ends with the head's CANCELLED error (or its
   // Finish, when it ended meanwhile).
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
   while (std::chrono::steady_clock::now() < deadline) {

@@ -1,20 +1,20 @@
-// JobClient: the client side of a head's job gateway — what `troupe submit`,
+// JobClient: the client side of a head's job endpoint — what `troupe submit`,
 // `troupe status` and `cluster up`'s readiness probe use. A DEALER (random
-// routing id) to the gateway's ROUTER: plain on loopback, CURVE when a server
+// routing id) to the head's job ROUTER: plain on loopback, CURVE when a server
 // key is given (with the client's own key file, or a fresh key pair that the
-// gateway's allowlist must then know).
+// head's allowlist must then know).
 //
 // Timeouts keep a dead cluster from hanging the caller: the first answer must
 // come within `first_reply_ms`, and later messages of a running job no more
 // than `idle_ms` apart.
 //
-// Failures: a gateway Error comes back as a Status (StatusFromError,
-// messages/wire_error.h) that carries the gateway's ErrorCode (WireCodeOf
+// Failures: an Error from the head comes back as a Status (StatusFromError,
+// messages/wire_error.h) that carries the head's ErrorCode (WireCodeOf
 // reads it back) and whose message is the error's code name and text
 // ("CACHE_FULL: shard 'shard-1' ..."); no answer in time as kDeadlineExceeded
 // naming the endpoint; a wait its caller gave up as kCancelled.
 // Thread-safety: one thread at a time.
-// Dropping a client mid-job also ends its job: the gateway sees the client
+// Dropping a client mid-job also ends its job: the head sees the client
 // go (PeerGone) and cancels it.
 #pragma once
 
@@ -53,7 +53,7 @@ class JobClient {
   // job was accepted before it answers, and must stop a job whose client
   // left). One job at a time per client.
   //
-  // Submit sends `job` and waits for the gateway's first answer: the job id
+  // Submit sends `job` and waits for the head's first answer: the job id
   // once accepted, else the refusal (as Run reports errors).
   Result<uint64_t> Submit(const v1::JobSubmit& job);
   // The next Token of the submitted job (token set) or its Finish (finish
@@ -69,7 +69,7 @@ class JobClient {
   };
   Result<Event> Next(const std::function<bool()>& cancelled = nullptr);
   // Sends JobCancel for the submitted job and waits briefly (1 s) for the
-  // gateway to confirm, so that its sessions are closed and their caches
+  // head to confirm, so that its sessions are closed and their caches
   // freed. No-op when no job is running.
   void Cancel();
 

@@ -14,7 +14,7 @@
 //   endpoints:
 //     listen: tcp://127.0.0.1:0     # node-to-node ROUTER; port 0 = chosen by the OS
 //     advertise: tcp://10.0.0.5:5601  # what peers dial; default: the bound address
-//     jobs: tcp://127.0.0.1:5600    # head: the job gateway (plain only on loopback)
+//     jobs: tcp://127.0.0.1:5600    # head: the job endpoint (plain only on loopback)
 //     http: 127.0.0.1:8000          # head: the OpenAI-compatible HTTP API (http/);
 //                                   # host:port, port 0 = chosen by the OS; absent = none.
 //                                   # Its handlers are clients of `jobs`; when that is

@@ -216,7 +216,7 @@ void HttpServer::Routes() {
       ParsedRequest parsed;
       if (auto e = ParseRequest(kind, req.body, &parsed)) return SendError(res, *e);
       auto connected = options_.connect();
-      if (!connected.ok()) return SendError(res, Unavailable("cannot reach the job gateway: " + connected.status().ToString()));
+      if (!connected.ok()) return SendError(res, Unavailable("cannot reach the job endpoint: " + connected.status().ToString()));
       std::shared_ptr<JobBackend> backend = std::move(*connected);
       auto job_id = backend->Submit(parsed.job);
       if (!job_id.ok()) return SendError(res, ErrorFromStatus(job_id.status()));

@@ -15,7 +15,7 @@
 // failed job still gets its HTTP error; a failure after that arrives as a
 // `data: {"error": ...}` event.
 //
-// Every handler is a client of the head's job gateway through a JobBackend
+// Every handler is a client of the head's job endpoint through a JobBackend
 // (http/job_client_backend.h: a client::JobClient on the head's own job
 // endpoint; tests give a stand-in): the HTTP API takes
 // exactly the path `troupe submit` does. One backend per request; a client
@@ -61,7 +61,7 @@ class ConnectionPool;
 class JobBackend {
  public:
   virtual ~JobBackend() = default;
-  // Sends the job; its id once the gateway accepted it, else the refusal.
+  // Sends the job; its id once the head accepted it, else the refusal.
   virtual Result<uint64_t> Submit(const v1::JobSubmit& job) = 0;
   using Event = client::JobClient::Event;  // the next Token, or the Finish
   // The next Token or the Finish; `cancelled` is asked while waiting and,

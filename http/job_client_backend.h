@@ -1,4 +1,4 @@
-// JobClientBackends: the HTTP API's way to a head's job gateway — a fresh
+// JobClientBackends: the HTTP API's way to a head's job endpoint — a fresh
 // client::JobClient (its own DEALER connection) per request, behind the
 // JobBackend interface of http/http_server.h, exactly the path `troupe
 // submit` takes.

@@ -348,7 +348,7 @@ ApiError ErrorFromStatus(const Status& status) {
       e.status = 400;
       e.type = "invalid_request_error";
       e.code = "invalid_value";
-      // A gateway error's message starts with its code name; the client needs the problem only.
+      // An error from the head: its message starts with its code name; the client needs the problem only.
       const std::string prefix = name + ": ";
       if (e.message.compare(0, prefix.size(), prefix) == 0) e.message.erase(0, prefix.size());
       if (e.message.find("context") != std::string::npos) e.code = "context_length_exceeded";

@@ -2,7 +2,7 @@
 // no threads). Parses the JSON bodies of POST /v1/completions and
 // POST /v1/chat/completions into a v1::JobSubmit (or an OpenAI-style error
 // naming the bad field), builds the response objects and stream chunks, maps
-// gateway failures to HTTP statuses, and renders a MetricsSnapshot in the
+// job failures to HTTP statuses, and renders a MetricsSnapshot in the
 // Prometheus text exposition format.
 //
 // Request fields (null = absent):
@@ -56,8 +56,8 @@ struct ParsedRequest {
 // levels before parsing them.
 std::optional<ApiError> ParseRequest(ApiKind kind, const std::string& body, ParsedRequest* out);
 
-// A gateway failure (JobClient's Status) as an HTTP error, decided by its
-// ErrorCode (WireCodeOf: the gateway's code it carries, else the one its
+// A job's failure (JobClient's Status) as an HTTP error, decided by its
+// ErrorCode (WireCodeOf: the head's code it carries, else the one its
 // StatusCode maps to; never read from the text): BAD_REQUEST (and local
 // invalid arguments) 400 invalid_request_error, code invalid_value or
 // context_length_exceeded, the message without its "BAD_REQUEST: " prefix;
@@ -66,7 +66,7 @@ std::optional<ApiError> ParseRequest(ApiKind kind, const std::string& body, Pars
 // the code's name. type is server_error but for 400.
 ApiError ErrorFromStatus(const Status& status);
 
-// "stop" (end of generation, stop string) or "length".
+// "stop" (eos, stop string) or "length".
 const char* FinishReasonName(v1::FinishReason reason);
 
 struct ResponseMeta {

@@ -26,6 +26,11 @@ namespace troupe {
 // An empty envelope stamped with kProtocolVersion.
 v1::Envelope NewEnvelope(uint64_t request_id = 0);
 
+// An Error envelope: `code`, `text`, the reporting node and, when non-zero,
+// the session, request and job ids.
+v1::Envelope ErrorEnvelope(v1::ErrorCode code, const std::string& text, const std::string& node_id,
+                           uint64_t session_id = 0, uint64_t request_id = 0, uint64_t job_id = 0);
+
 // The header frame bytes, exactly as given (the version is not stamped: use
 // NewEnvelope or EncodeMessage).
 std::string EncodeEnvelope(const v1::Envelope& envelope);

@@ -32,7 +32,7 @@ enum class StatusCode {
   kOutOfRange,       // a position or size limit was passed: a prompt longer
                      // than the context, metadata too large to hold
   kInternal,         // a bug or an exception from a library below us
-  kResourceExhausted,  // a cache or capacity is full: a KV cache that cannot be
+  kResourceExhausted,  // a cache is full: a KV cache that cannot be
                        // allocated, a session outgrowing its reserved positions
   kUnavailable,        // not now, retry later: would block (backpressure),
                        // nothing to receive yet, a peer or node gone or busy

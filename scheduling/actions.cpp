@@ -4,18 +4,6 @@
 
 namespace troupe::scheduling {
 
-v1::Envelope ErrorReply(v1::ErrorCode code, const std::string& text, const std::string& node_id,
-                        uint64_t session_id, uint64_t request_id, uint64_t job_id) {
-  v1::Envelope env = NewEnvelope(request_id);
-  v1::Error* e = env.mutable_error();
-  e->set_code(code);
-  e->set_text(text);
-  e->set_node_id(node_id);
-  if (session_id != 0) e->set_session_id(session_id);
-  if (job_id != 0) e->set_job_id(job_id);
-  return env;
-}
-
 v1::Envelope JobStatusReply(uint64_t request_id, uint64_t job_id, v1::JobState state, uint64_t session_id,
                             uint32_t queue_position) {
   v1::Envelope env = NewEnvelope(request_id);

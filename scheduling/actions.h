@@ -25,14 +25,14 @@
 
 #include "messages/troupe.pb.h"
 #include "pipeline/sampling/sampling_params.h"
-#include "scheduling/client.h"
+#include "messages/origin.h"
 
 namespace troupe::scheduling {
 
 using Clock = std::chrono::steady_clock;
 
 struct Reply {
-  Client client;
+  Origin client;
   v1::Envelope envelope;
 };
 
@@ -47,13 +47,13 @@ struct ToNode {
 struct SamplerStart {
   uint64_t session_id = 0;
   uint64_t job_id = 0;
-  Client client;                        // where Token and Finish go
+  Origin client;                        // where Token and Finish go
   uint64_t request_id = 0;              // the client's JobSubmit request id
   bool stream = true;                   // send a Token per token
   std::vector<int32_t> prompt;          // token ids
   SamplingParams params;
-  int64_t capacity = 0;                 // cache positions reserved on every shard
-  std::vector<v1::RouteHop> route;      // the ring, embedding first
+  int64_t max_length = 0;                 // cache positions reserved on every shard
+  std::vector<v1::RouteHop> route;      // its hops, embedding first
   Clock::time_point submitted, opened;  // for Finish timings
 };
 
@@ -71,7 +71,7 @@ struct SamplerDrop {
   uint64_t session_id = 0;
 };
 
-// The whole prompt as step 0; step.rest_of_route is the ring, embedding first.
+// The whole prompt as step 0; step.rest_of_route is the route, embedding first.
 struct Prefill {
   uint64_t session_id = 0;
   v1::Step step;
@@ -83,11 +83,6 @@ struct Log {
 
 using Action = std::variant<Reply, ToNode, SamplerStart, SamplerMove, SamplerResume, SamplerDrop, Prefill, Log>;
 using Actions = std::vector<Action>;
-
-// An Error envelope as the head sends it: `code`, `text`, the reporting node
-// and, when non-zero, the session, job and request ids.
-v1::Envelope ErrorReply(v1::ErrorCode code, const std::string& text, const std::string& node_id,
-                        uint64_t session_id = 0, uint64_t request_id = 0, uint64_t job_id = 0);
 
 // A JobStatus envelope answering request `request_id`; `queue_position` (the
 // queued jobs ahead of this one) is sent with JOB_QUEUED only.

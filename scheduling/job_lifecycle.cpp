@@ -36,7 +36,7 @@ JobLifecycle::JobLifecycle(LifecycleConfig config, Registry registry)
     : config_(std::move(config)), registry_(std::move(registry)), next_session_(config_.first_session_id) {}
 
 v1::Error JobLifecycle::HeadError(v1::ErrorCode code, const std::string& text, uint64_t session_id) const {
-  return ErrorReply(code, text, config_.node_id, session_id).error();
+  return ErrorEnvelope(code, text, config_.node_id, session_id).error();
 }
 
 // ------------------------------------------------------------------ submit
@@ -48,12 +48,12 @@ uint64_t JobLifecycle::TakeJobId(uint64_t asked) {
   return next_job_;
 }
 
-Actions JobLifecycle::Submit(uint64_t job_id, const Client& client, uint64_t request_id, AdmittedJob admitted,
+Actions JobLifecycle::Submit(uint64_t job_id, const Origin& client, uint64_t request_id, AdmittedJob admitted,
                              Clock::time_point now) {
   Actions out;
   Result<std::vector<Span>> spans = registry_.Route(config_.n_layers, now);
   if (!spans.ok()) {
-    out.push_back(Reply{client, ErrorReply(v1::NO_ROUTE, spans.status().message(), config_.node_id, 0, request_id,
+    out.push_back(Reply{client, ErrorEnvelope(v1::NO_ROUTE, spans.status().message(), config_.node_id, 0, request_id,
                                            job_id)});
     return out;
   }
@@ -67,9 +67,9 @@ Actions JobLifecycle::Submit(uint64_t job_id, const Client& client, uint64_t req
   if (!admitted.seed_given) job.params.seed = Mix64(job.session_id);
   const int64_t n = static_cast<int64_t>(admitted.prompt.size());
   job.prompt = std::move(admitted.prompt);
-  job.capacity = std::min<int64_t>(config_.max_positions, n + job.params.max_tokens);
+  job.max_length = std::min<int64_t>(config_.max_positions, n + job.params.max_tokens);
   job.submitted = now;
-  job.route = Ring(config_.node_id, config_.node_endpoint, *spans);
+  job.route = RouteThrough(config_.node_id, config_.node_endpoint, *spans);
   out.push_back(Reply{client, JobStatusReply(request_id, job.job_id, v1::JOB_RUNNING, job.session_id)});
 
   const uint64_t sid = job.session_id;
@@ -89,7 +89,7 @@ void JobLifecycle::OpenOnShards(Job& job, Clock::time_point now, Actions& out) {
   for (const v1::RouteHop& hop : job.route) {
     if (hop.stage() != v1::STAGE_SHARD) continue;
     out.push_back(ToNode{hop.node_id(), hop.endpoint(), job.session_id,
-                         SessionOpenEnvelope(job.session_id, job.capacity, config_.fingerprint)});
+                         SessionOpenEnvelope(job.session_id, job.max_length, config_.fingerprint)});
   }
 }
 
@@ -116,7 +116,7 @@ Actions JobLifecycle::Opened(uint64_t session_id, const std::string& node_id, Cl
   start.stream = job.stream;
   start.prompt = job.prompt;
   start.params = job.params;
-  start.capacity = job.capacity;
+  start.max_length = job.max_length;
   start.route = job.route;
   start.submitted = job.submitted;
   start.opened = now;
@@ -147,11 +147,11 @@ Actions JobLifecycle::Done(uint64_t session_id, Clock::time_point now) {
   return out;
 }
 
-Actions JobLifecycle::Cancel(const Client& from, uint64_t request_id, uint64_t job_id, Clock::time_point now) {
+Actions JobLifecycle::Cancel(const Origin& from, uint64_t request_id, uint64_t job_id, Clock::time_point now) {
   Actions out;
   auto it = job_sessions_.find(job_id);
   if (it == job_sessions_.end()) {
-    out.push_back(Reply{from, ErrorReply(v1::UNKNOWN_JOB, "no job " + std::to_string(job_id), config_.node_id, 0,
+    out.push_back(Reply{from, ErrorEnvelope(v1::UNKNOWN_JOB, "no job " + std::to_string(job_id), config_.node_id, 0,
                                          request_id, job_id)});
     return out;
   }
@@ -160,7 +160,7 @@ Actions JobLifecycle::Cancel(const Client& from, uint64_t request_id, uint64_t j
   return out;
 }
 
-Actions JobLifecycle::ClientGone(const Client& client, Clock::time_point now) {
+Actions JobLifecycle::ClientGone(const Origin& client, Clock::time_point now) {
   Actions out;
   std::vector<uint64_t> gone;
   for (const auto& [sid, job] : jobs_) {
@@ -174,7 +174,7 @@ Actions JobLifecycle::Shutdown() {
   Actions out;
   // Nobody waits in vain: every job still running gets an answer.
   for (const auto& [sid, job] : jobs_) {
-    out.push_back(Reply{job.client, ErrorReply(v1::UNAVAILABLE, "the head is shutting down", config_.node_id, sid,
+    out.push_back(Reply{job.client, ErrorEnvelope(v1::UNAVAILABLE, "the head is shutting down", config_.node_id, sid,
                                                job.request_id, job.job_id)});
   }
   jobs_.clear();
@@ -286,7 +286,7 @@ void JobLifecycle::Dispatch(uint64_t sid, v1::ErrorCode code, const std::string&
   const uint64_t moved = ++next_session_;
   job.state = job.sampler_holds ? JobState::kRerouting : JobState::kOpening;
   job.session_id = moved;
-  job.route = Ring(config_.node_id, config_.node_endpoint, *spans);
+  job.route = RouteThrough(config_.node_id, config_.node_endpoint, *spans);
   if (job.sampler_holds) out.push_back(SamplerMove{sid, moved, job.route});
   job_sessions_[job.job_id] = moved;
   Job& stored = jobs_[moved] = std::move(job);
@@ -383,11 +383,11 @@ Actions JobLifecycle::Tick(Clock::time_point now) {
 
 // ----------------------------------------------------------------- queries
 
-Actions JobLifecycle::Status(const Client& from, uint64_t request_id, uint64_t job_id) const {
+Actions JobLifecycle::Status(const Origin& from, uint64_t request_id, uint64_t job_id) const {
   Actions out;
   auto it = job_sessions_.find(job_id);
   if (it == job_sessions_.end()) {
-    out.push_back(Reply{from, ErrorReply(v1::UNKNOWN_JOB, "no job " + std::to_string(job_id), config_.node_id, 0,
+    out.push_back(Reply{from, ErrorEnvelope(v1::UNKNOWN_JOB, "no job " + std::to_string(job_id), config_.node_id, 0,
                                          request_id, job_id)});
     return out;
   }

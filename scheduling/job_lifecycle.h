@@ -74,7 +74,7 @@
 #include "pipeline/sampling/sampling_params.h"
 #include "scheduling/actions.h"
 #include "scheduling/admission.h"
-#include "scheduling/client.h"
+#include "messages/origin.h"
 #include "scheduling/registry.h"
 
 namespace troupe::scheduling {
@@ -120,7 +120,7 @@ class JobLifecycle {
 
   // An admitted job: NO_ROUTE to the client when the registry has none;
   // else JobStatus RUNNING and SessionOpen to every shard (kOpening).
-  Actions Submit(uint64_t job_id, const Client& client, uint64_t request_id, AdmittedJob job, Clock::time_point now);
+  Actions Submit(uint64_t job_id, const Origin& client, uint64_t request_id, AdmittedJob job, Clock::time_point now);
 
   // A shard reserved its cache. The last of the round starts the job
   // (SamplerStart + Prefill) or resumes it (SamplerResume) -> kRunning.
@@ -141,13 +141,13 @@ class JobLifecycle {
 
   // A client cancels job `job_id`: CANCELLED to the job's client, or
   // UNKNOWN_JOB to `from` when there is no such job.
-  Actions Cancel(const Client& from, uint64_t request_id, uint64_t job_id, Clock::time_point now);
+  Actions Cancel(const Origin& from, uint64_t request_id, uint64_t job_id, Clock::time_point now);
 
   // JobStatus (QUEUED while kQueued, else RUNNING) or UNKNOWN_JOB.
-  Actions Status(const Client& from, uint64_t request_id, uint64_t job_id) const;
+  Actions Status(const Origin& from, uint64_t request_id, uint64_t job_id) const;
 
   // `client` left: each of its jobs ends CANCELLED.
-  Actions ClientGone(const Client& client, Clock::time_point now);
+  Actions ClientGone(const Origin& client, Clock::time_point now);
 
   // Node `node_id` is gone (`how`: "disconnected", "stopped answering ...").
   Actions NodeDown(const std::string& node_id, const std::string& how, Clock::time_point now);
@@ -175,12 +175,12 @@ class JobLifecycle {
     uint64_t job_id = 0;
     uint64_t session_id = 0;
     uint64_t request_id = 0;
-    Client client;
+    Origin client;
     bool stream = true;
     std::vector<int32_t> prompt;
     SamplingParams params;
-    int64_t capacity = 0;
-    std::vector<v1::RouteHop> route;  // the ring, embedding first
+    int64_t max_length = 0;
+    std::vector<v1::RouteHop> route;  // its hops, embedding first
     std::set<std::string> waiting;    // shards yet to confirm this round's SessionOpen
     JobState state = JobState::kOpening;
     bool sampler_holds = false;  // the sampler has the generation (started once)

@@ -12,7 +12,7 @@ void MergeSnapshot(v1::MetricsSnapshot& into, const v1::MetricsSnapshot& from) {
   for (const auto& [k, v] : from.gauges()) (*into.mutable_gauges())[prefix + k] = v;
 }
 
-uint64_t MetricsQueries::Begin(const Client& client, uint64_t request_id, const v1::MetricsSnapshot& head,
+uint64_t MetricsQueries::Begin(const Origin& client, uint64_t request_id, const v1::MetricsSnapshot& head,
                                bool route_ready, Clock::time_point now) {
   const uint64_t q = ++next_query_;
   Query& query = queries_[q];

@@ -24,7 +24,7 @@
 
 #include "messages/troupe.pb.h"
 #include "scheduling/actions.h"
-#include "scheduling/client.h"
+#include "messages/origin.h"
 
 namespace troupe::scheduling {
 
@@ -37,7 +37,7 @@ class MetricsQueries {
 
   // Starts a query answering `request_id` to `client`; returns its id (the
   // request id of the queries sent to the nodes).
-  uint64_t Begin(const Client& client, uint64_t request_id, const v1::MetricsSnapshot& head, bool route_ready,
+  uint64_t Begin(const Origin& client, uint64_t request_id, const v1::MetricsSnapshot& head, bool route_ready,
                  Clock::time_point now);
   // The query `q` was sent to `node_id`: wait for its answer.
   void Expect(uint64_t q, const std::string& node_id);
@@ -55,7 +55,7 @@ class MetricsQueries {
 
  private:
   struct Query {
-    Client client;
+    Origin client;
     uint64_t request_id = 0;
     std::set<std::string> waiting;
     v1::MetricsSnapshot merged;

@@ -18,7 +18,7 @@ v1::RouteHop Hop(const std::string& node, const std::string& endpoint, v1::Stage
 
 }  // namespace
 
-std::vector<v1::RouteHop> Ring(const std::string& head, const std::string& endpoint,
+std::vector<v1::RouteHop> RouteThrough(const std::string& head, const std::string& endpoint,
                                const std::vector<Span>& spans) {
   std::vector<v1::RouteHop> route;
   route.push_back(Hop(head, endpoint, v1::STAGE_EMBEDDING));
@@ -28,11 +28,11 @@ std::vector<v1::RouteHop> Ring(const std::string& head, const std::string& endpo
   return route;
 }
 
-v1::Envelope SessionOpenEnvelope(uint64_t session_id, int64_t capacity, const std::string& fingerprint) {
+v1::Envelope SessionOpenEnvelope(uint64_t session_id, int64_t max_length, const std::string& fingerprint) {
   v1::Envelope open = NewEnvelope();
   v1::SessionOpen* o = open.mutable_session_open();
   o->set_session_id(session_id);
-  o->set_max_length(static_cast<uint32_t>(capacity));
+  o->set_max_length(static_cast<uint32_t>(max_length));
   o->set_model_fingerprint(fingerprint);
   return open;
 }

@@ -1,5 +1,5 @@
 // Session messages: the route and the envelopes the head sends about one
-// session — the ring a session takes, SessionOpen and SessionClose for its
+// session — the route a session takes, SessionOpen and SessionClose for its
 // shards, and the prefill step for its embedding. The first message of a
 // session carries all its setup; the rest name it by id.
 //
@@ -15,14 +15,14 @@
 
 namespace troupe::scheduling {
 
-// The ring through `spans`: embedding, the shards in layer order, LM head,
+// The route through `spans`: embedding, the shards in layer order, LM head,
 // sampler; every stage but the shards on the head (`head`, at `endpoint`).
-std::vector<v1::RouteHop> Ring(const std::string& head, const std::string& endpoint,
+std::vector<v1::RouteHop> RouteThrough(const std::string& head, const std::string& endpoint,
                                const std::vector<Span>& spans);
 
-// SessionOpen for a shard: reserve `capacity` cache positions for a session
+// SessionOpen for a shard: reserve `max_length` cache positions for a session
 // of the model `fingerprint`.
-v1::Envelope SessionOpenEnvelope(uint64_t session_id, int64_t capacity, const std::string& fingerprint);
+v1::Envelope SessionOpenEnvelope(uint64_t session_id, int64_t max_length, const std::string& fingerprint);
 v1::Envelope SessionCloseEnvelope(uint64_t session_id);
 
 // Step 0 of a session: the whole prompt, to go round `route` (the embedding chunks it).

@@ -40,12 +40,12 @@ struct AttentionShape {
   int64_t n_heads = 0;
   int64_t n_kv_heads = 0;
   int64_t head_dim = 0;
-  int64_t cache_stride = 0;  // floats between kv heads in the cache = capacity * head_dim
+  int64_t cache_stride = 0;  // floats between kv heads in the cache = max_length * head_dim
 };
 
 // Causal attention for `t` new query rows of one session, at positions
 // [start, start + t). q: [t, n_heads * head_dim] fp32; keys/values: base
-// pointers of this layer's fp16 cache ([n_kv_heads][capacity][head_dim])
+// pointers of this layer's fp16 cache ([n_kv_heads][max_length][head_dim])
 // already holding positions [0, start + t). out: [t, n_heads * head_dim] fp32.
 // Arithmetic: llama.cpp's CPU attention without flash attention, bit for bit
 // (q rounded to fp16, ggml_vec_dot_f16 scores, ggml's softmax with its exp

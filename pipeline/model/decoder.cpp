@@ -168,7 +168,7 @@ Status Decoder::Forward(HiddenState& hidden, const std::vector<SessionRows>& bat
       Probe("Qrope", l, &m.q[r0 * Dq], sr.n_tokens * Dq);
       Probe("Krope", l, &m.k[r0 * Dkv], sr.n_tokens * Dkv);
       AttentionShape as = ashape;
-      as.cache_stride = cache.capacity() * hd;
+      as.cache_stride = cache.max_length() * hd;
       Attention(&m.q[r0 * Dq], cache.keys(l, 0), cache.values(l, 0), as, start, sr.n_tokens, &m.att[r0 * Dq],
                 m.threads);
       r0 += sr.n_tokens;

@@ -47,8 +47,8 @@ Result<GenerateStats> Engine::Generate(const std::vector<int32_t>& prompt, const
   if (n_prompt >= max_pos)
     return Status::OutOfRange("the prompt has " + std::to_string(n_prompt) + " tokens; the model's context is " +
                               std::to_string(max_pos));
-  const int64_t capacity = std::min<int64_t>(max_pos, n_prompt + params.max_tokens);
-  TROUPE_ASSIGN_OR_RETURN(auto cache, KvCache::Create(decoder_->cache_shape(), capacity));
+  const int64_t max_length = std::min<int64_t>(max_pos, n_prompt + params.max_tokens);
+  TROUPE_ASSIGN_OR_RETURN(auto cache, KvCache::Create(decoder_->cache_shape(), max_length));
 
   GenerateStats stats;
   stats.prompt_tokens = n_prompt;
@@ -69,7 +69,7 @@ Result<GenerateStats> Engine::Generate(const std::vector<int32_t>& prompt, const
     TokenEvent ev = gen.Next(logits.data_ptr<float>(), logits.size(1));
     on_token(ev);
     if (gen.finished()) break;
-    if (cache->length() >= capacity) {  // context exhausted before max_tokens
+    if (cache->length() >= max_length) {  // context exhausted before max_tokens
       break;
     }
     TROUPE_ASSIGN_OR_RETURN(at::Tensor h, embedding_->Forward({ev.id}));
@@ -78,8 +78,8 @@ Result<GenerateStats> Engine::Generate(const std::vector<int32_t>& prompt, const
     ++stats.decode_steps;
   }
   stats.decode_seconds = SecondsSince(t1);
-  stats.generated_tokens = gen.generated_tokens() - (gen.finish_reason() == FinishReason::kEndOfGeneration ? 1 : 0);
-  stats.finish = gen.finished() ? gen.finish_reason() : FinishReason::kMaxTokens;
+  stats.generated_tokens = gen.generated_tokens() - (gen.finish_reason() == FinishReason::kEos ? 1 : 0);
+  stats.finish = gen.finished() ? gen.finish_reason() : FinishReason::kLength;
   return stats;
 }
 

@@ -27,7 +27,7 @@ class LmHead;
 
 struct GenerateStats {
   int64_t prompt_tokens = 0;
-  int64_t generated_tokens = 0;   // tokens of the answer (an end-of-generation token is not counted)
+  int64_t generated_tokens = 0;   // tokens of the answer (an eos token is not counted)
   int64_t decode_steps = 0;       // forward passes after the prefill
   double prefill_seconds = 0;     // prompt through the model to the first logits
   double decode_seconds = 0;      // every later step

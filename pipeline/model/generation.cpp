@@ -2,24 +2,14 @@
 
 namespace troupe {
 
-const char* finish_reason_name(FinishReason reason) {
-  switch (reason) {
-    case FinishReason::kNone: return "none";
-    case FinishReason::kEndOfGeneration: return "eos";
-    case FinishReason::kStopString: return "stop";
-    case FinishReason::kMaxTokens: return "length";
-  }
-  return "none";
-}
-
 Result<Generation> Generation::Create(const Tokenizer& tokenizer, SamplingParams params,
                                       std::vector<int32_t> prompt) {
   if (prompt.empty()) return Status::InvalidArgument("the prompt has no tokens");
   if (params.max_tokens <= 0) return Status::InvalidArgument("max_tokens must be positive");
-  std::vector<int32_t> eog;
-  if (tokenizer.eos_id() >= 0) eog.push_back(tokenizer.eos_id());
-  if (tokenizer.eot_id() >= 0) eog.push_back(tokenizer.eot_id());
-  TROUPE_ASSIGN_OR_RETURN(Sampler sampler, Sampler::Create(std::move(params), std::move(eog)));
+  std::vector<int32_t> eos;
+  if (tokenizer.eos_id() >= 0) eos.push_back(tokenizer.eos_id());
+  if (tokenizer.eot_id() >= 0) eos.push_back(tokenizer.eot_id());
+  TROUPE_ASSIGN_OR_RETURN(Sampler sampler, Sampler::Create(std::move(params), std::move(eos)));
   return Generation(tokenizer, std::move(sampler), std::move(prompt));
 }
 
@@ -37,19 +27,19 @@ TokenEvent Generation::Next(const float* logits, int64_t vocab) {
   const int64_t step = generated_tokens();
   ev.id = sampler_.Sample(logits, vocab, step, tokens_);
   tokens_.push_back(ev.id);
-  if (sampler_.IsEndOfGeneration(ev.id)) {
-    ev.end_of_generation = true;
-    finish_ = FinishReason::kEndOfGeneration;
+  if (sampler_.IsEos(ev.id)) {
+    ev.eos = true;
+    finish_ = FinishReason::kEos;
   } else {
     StopMatcher::Released r = stop_.Feed(stream_.Feed(ev.id));
     ev.text = std::move(r.text);
     if (r.stopped) {
-      finish_ = FinishReason::kStopString;
+      finish_ = FinishReason::kStop;
     } else if (generated_tokens() >= sampler_.params().max_tokens) {
-      finish_ = FinishReason::kMaxTokens;
+      finish_ = FinishReason::kLength;
     }
   }
-  if (finished() && finish_ != FinishReason::kStopString) {
+  if (finished() && finish_ != FinishReason::kStop) {
     // Whatever was held back (a partial character, a possible stop string
     // that never completed) belongs to the answer.
     StopMatcher::Released r = stop_.Feed(stream_.Flush());

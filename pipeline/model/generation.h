@@ -2,7 +2,7 @@
 // Sampler stage does with each row of logits. Samples the next token, keeps
 // the session's tokens (prompt + generated), turns tokens into printable text
 // (whole UTF-8 characters, stop strings held back and cut off) and decides
-// when the answer is finished: an end-of-generation token, a stop string, or
+// when the answer is finished: an eos token, a stop string, or
 // max_tokens.
 //
 // Pure bookkeeping: no model, no torch; the same object drives the single
@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "pipeline/sampling/finish_reason.h"
 #include "pipeline/sampling/sampler.h"
 #include "pipeline/sampling/stop_matcher.h"
 #include "pipeline/text/stream_decoder.h"
@@ -22,17 +23,15 @@
 
 namespace troupe {
 
-enum class FinishReason { kNone, kEndOfGeneration, kStopString, kMaxTokens };
-const char* finish_reason_name(FinishReason reason);  // "eos", "stop", "length"
 
 // One sampled token. `text` is what became printable with it (may be empty:
 // an incomplete character or a possible stop string is held back). A token
-// that ends generation by being an end-of-generation id is reported with
-// `end_of_generation` set and only the flushed remainder as text.
+// that ends generation by being an eos id is reported with
+// `eos` set and only the flushed remainder as text.
 struct TokenEvent {
   int32_t id = -1;
   std::string text;
-  bool end_of_generation = false;
+  bool eos = false;
   FinishReason finish = FinishReason::kNone;  // set on the last event
 };
 

@@ -1,4 +1,4 @@
-// HiddenState: the activations passed between pipeline stages — an at::Tensor
+// HiddenState: what passes between pipeline stages — an at::Tensor
 // of shape [tokens, hidden], fp32, contiguous, on the stage's device.
 //
 // This header only forward-declares at::Tensor so that widely included

@@ -1,11 +1,12 @@
 // KvCache: the keys and values one session has produced in layers
 // [begin_layer, end_layer) — a shard holds only its own layers.
 //
-// Capacity is fixed when the cache is created (the session's max length) and
+// max_length, the positions it holds (the session's max_length), is fixed when
+// the cache is created, and
 // its memory is allocated then, so a node can account for it against its cache
 // budget. Positions [0, length) are filled; a step appends `n` positions:
 // Check(n) first, write keys/values at [length, length + n) in every layer,
-// then Commit(n). Layout per layer and kv head: [capacity, head_dim] fp16 —
+// then Commit(n). Layout per layer and kv head: [max_length, head_dim] fp16 —
 // half the memory of fp32, and the precision llama.cpp keeps by default.
 //
 // Ownership: owned by exactly one session holder (a shard actor or the
@@ -25,21 +26,21 @@ struct KvCacheShape {
   int64_t end_layer = 0;
   int64_t n_kv_heads = 0;
   int64_t head_dim = 0;
-  // Bytes a cache of `capacity` positions occupies.
-  size_t BytesFor(int64_t capacity) const;
+  // Bytes a cache of `max_length` positions occupies.
+  size_t BytesFor(int64_t max_length) const;
 };
 
 class KvCache {
  public:
-  // InvalidArgument for an empty layer range or capacity <= 0;
+  // InvalidArgument for an empty layer range or max_length <= 0;
   // ResourceExhausted when the memory cannot be allocated.
-  static Result<std::unique_ptr<KvCache>> Create(const KvCacheShape& shape, int64_t capacity);
+  static Result<std::unique_ptr<KvCache>> Create(const KvCacheShape& shape, int64_t max_length);
   ~KvCache();
 
   const KvCacheShape& shape() const { return shape_; }
-  int64_t capacity() const { return capacity_; }
+  int64_t max_length() const { return max_length_; }
   int64_t length() const { return length_; }
-  size_t bytes() const { return shape_.BytesFor(capacity_); }
+  size_t bytes() const { return shape_.BytesFor(max_length_); }
 
   // ResourceExhausted naming both numbers when n more positions do not fit
   // (the session outgrew the positions it reserved).
@@ -48,14 +49,14 @@ class KvCache {
   // Forgets positions from `length` on (used to replay a session).
   void Truncate(int64_t length) { if (length < length_) length_ = length; }
 
-  // [capacity, head_dim] fp16 rows of one global layer index and kv head.
+  // [max_length, head_dim] fp16 rows of one global layer index and kv head.
   uint16_t* keys(int64_t layer, int64_t kv_head);
   uint16_t* values(int64_t layer, int64_t kv_head);
 
  private:
   KvCache() = default;
   KvCacheShape shape_;
-  int64_t capacity_ = 0;
+  int64_t max_length_ = 0;
   int64_t length_ = 0;
   std::unique_ptr<uint16_t[]> data_;
 };

@@ -23,20 +23,20 @@ float Sanitize(float logit) {
 
 }  // namespace
 
-Sampler::Sampler(SamplingParams params, std::vector<int32_t> eog_ids)
-    : params_(std::move(params)), eog_ids_(std::move(eog_ids)) {
+Sampler::Sampler(SamplingParams params, std::vector<int32_t> eos_ids)
+    : params_(std::move(params)), eos_ids_(std::move(eos_ids)) {
   assert(params_.Validate().ok());
-  std::sort(eog_ids_.begin(), eog_ids_.end());
-  eog_ids_.erase(std::unique(eog_ids_.begin(), eog_ids_.end()), eog_ids_.end());
+  std::sort(eos_ids_.begin(), eos_ids_.end());
+  eos_ids_.erase(std::unique(eos_ids_.begin(), eos_ids_.end()), eos_ids_.end());
 }
 
-Result<Sampler> Sampler::Create(SamplingParams params, std::vector<int32_t> eog_ids) {
+Result<Sampler> Sampler::Create(SamplingParams params, std::vector<int32_t> eos_ids) {
   TROUPE_RETURN_IF_ERROR(params.Validate());
-  return Sampler(std::move(params), std::move(eog_ids));
+  return Sampler(std::move(params), std::move(eos_ids));
 }
 
-bool Sampler::IsEndOfGeneration(int32_t token) const {
-  return std::binary_search(eog_ids_.begin(), eog_ids_.end(), token);
+bool Sampler::IsEos(int32_t token) const {
+  return std::binary_search(eos_ids_.begin(), eos_ids_.end(), token);
 }
 
 int32_t Sampler::Sample(const float* logits, int64_t vocab, int64_t step,
@@ -44,7 +44,7 @@ int32_t Sampler::Sample(const float* logits, int64_t vocab, int64_t step,
   if (logits == nullptr || vocab < 1 || vocab > std::numeric_limits<int32_t>::max()) return -1;
 
   LoadCandidates(logits, vocab, history);
-  if (step < params_.min_tokens) MaskEndOfGeneration();
+  if (step < params_.min_tokens) MaskEos();
   if (params_.greedy()) return ArgmaxId(cands_);
 
   // Impossible tokens leave the list; if none is possible, fall back to argmax
@@ -76,14 +76,14 @@ void Sampler::LoadCandidates(const float* logits, int64_t vocab,
   }
 }
 
-void Sampler::MaskEndOfGeneration() {
+void Sampler::MaskEos() {
   const int64_t vocab = static_cast<int64_t>(cands_.size());
   bool other_possible = false;
   for (int32_t i = 0; i < static_cast<int32_t>(vocab) && !other_possible; ++i) {
-    other_possible = cands_[static_cast<size_t>(i)].logit != kNegInf && !IsEndOfGeneration(i);
+    other_possible = cands_[static_cast<size_t>(i)].logit != kNegInf && !IsEos(i);
   }
   if (!other_possible) return;  // masking would leave nothing to sample
-  for (int32_t id : eog_ids_) {
+  for (int32_t id : eos_ids_) {
     if (id >= 0 && id < vocab) cands_[static_cast<size_t>(id)].logit = kNegInf;
   }
 }

@@ -1,10 +1,10 @@
 // Sampler: turns one session's logits into its next token.
 //
 // One Sampler per session, built from the session's SamplingParams and the
-// model's end-of-generation token ids. Sample() runs the chain (llama.cpp
+// model's eos ids. Sample() runs the chain (llama.cpp
 // order):
 //
-//   logits ─▶ repetition penalty ─▶ mask EOG while step < min_tokens
+//   logits ─▶ repetition penalty ─▶ mask eos while step < min_tokens
 //          ─▶ greedy?  argmax (ties to the lowest id)
 //          ─▶ else     top-k ─▶ top-p ─▶ min-p ─▶ top-a ─▶ temperature
 //                      ─▶ softmax ─▶ draw with UniformAt(seed, step)
@@ -17,7 +17,7 @@
 // The filters are defined in candidate_filters.h (probabilities for top-p and
 // top-a: temperature-free softmax over the candidates left at that point).
 //
-// Determinism: the token is a pure function of (params, eog ids, logits,
+// Determinism: the token is a pure function of (params, eos ids, logits,
 // step, history). There is no RNG state: the draw at step s uses
 // UniformAt(seed, s), so calling steps out of order, twice, or on a fresh
 // Sampler after a replay gives the same tokens. The Sampler does not enforce
@@ -33,7 +33,7 @@
 // Failure: the constructor requires params.Validate().ok() (checked by assert;
 // use Create() to get the Status instead). Sample() never fails on logits: NaN
 // counts as -inf and +inf as the largest float; history ids outside
-// [0, vocab) are ignored. If the EOG mask would leave no possible token it is
+// [0, vocab) are ignored. If the eos mask would leave no possible token it is
 // not applied; if no logit is finite the result is the lowest id. Sample()
 // returns -1 only for unusable arguments (logits == nullptr, vocab < 1 or
 // vocab > INT32_MAX).
@@ -50,12 +50,12 @@ namespace troupe {
 
 class Sampler {
  public:
-  // params must validate; eog_ids are the end-of-generation token ids (any
+  // params must validate; eos_ids are the eos ids (any
   // order, duplicates allowed).
-  Sampler(SamplingParams params, std::vector<int32_t> eog_ids);
+  Sampler(SamplingParams params, std::vector<int32_t> eos_ids);
 
   // Validates params first; the error names the bad field.
-  static Result<Sampler> Create(SamplingParams params, std::vector<int32_t> eog_ids);
+  static Result<Sampler> Create(SamplingParams params, std::vector<int32_t> eos_ids);
 
   // The token to emit at `step` (0 for the first new token). logits: [vocab]
   // f32 for the position being generated. history: prompt + tokens generated
@@ -63,21 +63,21 @@ class Sampler {
   int32_t Sample(const float* logits, int64_t vocab, int64_t step,
                  const std::vector<int32_t>& history);
 
-  // True if `token` is one of the end-of-generation ids.
-  bool IsEndOfGeneration(int32_t token) const;
+  // True if `token` is one of the eos ids.
+  bool IsEos(int32_t token) const;
 
   const SamplingParams& params() const { return params_; }
 
  private:
   // Copies logits into cands_ (indexed by id), sanitized and penalized.
   void LoadCandidates(const float* logits, int64_t vocab, const std::vector<int32_t>& history);
-  // Sets EOG logits to -inf unless that leaves nothing finite.
-  void MaskEndOfGeneration();
+  // Sets eos logits to -inf unless that leaves nothing finite.
+  void MaskEos();
   // Puts cands_ (finite logits) in id order: sort if few, bucket if many.
   void OrderById(int64_t vocab);
 
   SamplingParams params_;
-  std::vector<int32_t> eog_ids_;    // sorted, distinct
+  std::vector<int32_t> eos_ids_;    // sorted, distinct
   std::vector<Candidate> cands_;    // scratch: the working candidate list
   std::vector<int32_t> recent_;     // scratch: ids in the penalty window
   std::vector<float> by_id_;        // scratch: [vocab] logits for OrderById

@@ -13,7 +13,7 @@
 //  * repeat_last_n: 0 disables the penalty, -1 means the whole history
 //    (llama.cpp's "context size"); below -1 is an error.
 //  * max_tokens is enforced by the session loop, not the Sampler; it must be
-//    >= 1. min_tokens > max_tokens is allowed (no end-of-generation token is
+//    >= 1. min_tokens > max_tokens is allowed (no eos token is
 //    ever sampled and generation ends at max_tokens).
 //  * Stop strings are matched on decoded text (StopMatcher); an empty stop
 //    string is an error because it would match before any text.
@@ -35,7 +35,7 @@ struct SamplingParams {
   float top_a = 0.0f;          // keep p >= top_a * p_max^2, >= 0; 0 = off
   float repeat_penalty = 1.0f;  // > 0; 1 = off
   int32_t repeat_last_n = 64;  // window over prompt + generated; 0 off, -1 all
-  int32_t min_tokens = 0;      // no end-of-generation token before this many
+  int32_t min_tokens = 0;      // no eos token before this many
   int32_t max_tokens = 256;    // new tokens at most (enforced by the caller)
   // Randomness is a pure function of (seed, step). Sessions that should not
   // share draws need distinct seeds: when the client gives none, the

@@ -5,7 +5,7 @@
 // tail that could still be the start of a stop string. When a stop string
 // completes, Feed() returns the text before it and reports stopped; the stop
 // string and anything after it are dropped, and every later Feed() returns
-// nothing. At the end of generation (EOG token, max_tokens) Flush() returns
+// nothing. At the end of generation (an eos token, max_tokens) Flush() returns
 // the held-back tail, which then turned out not to be a stop string.
 //
 // Matching is on bytes. Among stop strings that complete in the same Feed(),

@@ -71,7 +71,7 @@ class Tokenizer {
   bool add_bos() const { return add_bos_; }
   int32_t vocab_size() const { return static_cast<int32_t>(texts_.size()); }
   // True for the ids that end a reply: EOS and end-of-turn.
-  bool IsEndOfGeneration(int32_t id) const { return id >= 0 && (id == eos_id_ || id == eot_id_); }
+  bool IsEos(int32_t id) const { return id >= 0 && (id == eos_id_ || id == eot_id_); }
 
  private:
   Tokenizer();

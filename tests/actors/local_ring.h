@@ -69,7 +69,7 @@ class LocalRing {
     return client::JobClient::Connect(o);
   }
 
-  // Runs one job; the sampled ids (an end-of-generation id included).
+  // Runs one job; the sampled ids (an eos id included).
   Result<std::vector<int32_t>> Run(const std::string& prompt, const SamplingParams& params,
                                    v1::Finish* finish = nullptr) const {
     TROUPE_ASSIGN_OR_RETURN(auto client, Client());

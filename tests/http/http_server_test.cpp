@@ -26,7 +26,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Stand-in for the job gateway: accepts every job, then produces nothing
+// Stand-in for the job endpoint: accepts every job, then produces nothing
 // until the server cancels it (records that it did).
 struct Jobs {
   std::atomic<int> submitted{0};

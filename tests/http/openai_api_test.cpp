@@ -96,38 +96,38 @@ TEST(OpenAiApi, RefusalsNameTheField) {
             "unsupported_parameter");
 }
 
-// What the job client returns for a gateway Error.
-Status Gateway(v1::ErrorCode code, const std::string& text) {
+// What the job client returns for an Error from the head.
+Status FromHead(v1::ErrorCode code, const std::string& text) {
   v1::Error e;
   e.set_code(code);
   e.set_text(text);
   return StatusFromError(e);
 }
 
-TEST(OpenAiApi, GatewayErrorsMapToHttp) {
-  ApiError context = ErrorFromStatus(Gateway(v1::BAD_REQUEST, "the prompt has 9000 tokens; the model's context is 8192"));
+TEST(OpenAiApi, HeadErrorsMapToHttp) {
+  ApiError context = ErrorFromStatus(FromHead(v1::BAD_REQUEST, "the prompt has 9000 tokens; the model's context is 8192"));
   EXPECT_EQ(context.status, 400);
   EXPECT_EQ(context.type, "invalid_request_error");
   EXPECT_EQ(context.code, "context_length_exceeded");
   EXPECT_EQ(context.message, "the prompt has 9000 tokens; the model's context is 8192");
-  ApiError bad = ErrorFromStatus(Gateway(v1::BAD_REQUEST, "top_p must be in (0, 1]"));
+  ApiError bad = ErrorFromStatus(FromHead(v1::BAD_REQUEST, "top_p must be in (0, 1]"));
   EXPECT_EQ(bad.status, 400);
   EXPECT_EQ(bad.code, "invalid_value");
   EXPECT_EQ(bad.message, "top_p must be in (0, 1]");
   for (v1::ErrorCode code : {v1::NO_ROUTE, v1::UNAVAILABLE, v1::CACHE_FULL, v1::TIMEOUT}) {
-    ApiError e = ErrorFromStatus(Gateway(code, "no shard serves layer 10"));
+    ApiError e = ErrorFromStatus(FromHead(code, "no shard serves layer 10"));
     EXPECT_EQ(e.status, 503) << ErrorCodeName(code);
     EXPECT_EQ(e.code, ErrorCodeName(code));
     EXPECT_EQ(e.type, "server_error");
     EXPECT_EQ(e.message, ErrorCodeName(code) + ": no shard serves layer 10");  // as the CLI prints it
   }
-  ApiError internal = ErrorFromStatus(Gateway(v1::INTERNAL, "bug"));
+  ApiError internal = ErrorFromStatus(FromHead(v1::INTERNAL, "bug"));
   EXPECT_EQ(internal.status, 500);
   EXPECT_EQ(internal.code, "INTERNAL");
-  ApiError cancelled = ErrorFromStatus(Gateway(v1::CANCELLED, "job 3 was cancelled"));
+  ApiError cancelled = ErrorFromStatus(FromHead(v1::CANCELLED, "job 3 was cancelled"));
   EXPECT_EQ(cancelled.status, 500);
   EXPECT_EQ(cancelled.code, "CANCELLED");
-  json body = ErrorBody(ErrorFromStatus(Gateway(v1::NO_ROUTE, "no shard")));
+  json body = ErrorBody(ErrorFromStatus(FromHead(v1::NO_ROUTE, "no shard")));
   EXPECT_EQ(body["error"]["code"], "NO_ROUTE");
   EXPECT_EQ(body["error"]["type"], "server_error");
 }
@@ -137,10 +137,10 @@ TEST(OpenAiApi, GatewayErrorsMapToHttp) {
 TEST(OpenAiApi, ErrorsMapByCodeNotByText) {
   EXPECT_EQ(ErrorFromStatus(Status::Internal("NO_ROUTE: looks like a route problem")).status, 500);
   EXPECT_EQ(ErrorFromStatus(Status::Internal("BAD_REQUEST: not really")).status, 500);
-  EXPECT_EQ(ErrorFromStatus(Gateway(v1::UNAVAILABLE, "BAD_REQUEST: quoted")).status, 503);
+  EXPECT_EQ(ErrorFromStatus(FromHead(v1::UNAVAILABLE, "BAD_REQUEST: quoted")).status, 503);
 }
 
-// Failures of the client itself (no gateway code carried) map by StatusCode.
+// Failures of the client itself (no wire code carried) map by StatusCode.
 TEST(OpenAiApi, LocalErrorsMapByStatusCode) {
   ApiError timeout = ErrorFromStatus(Status::DeadlineExceeded("no answer from tcp://x within 10 s"));
   EXPECT_EQ(timeout.status, 503);

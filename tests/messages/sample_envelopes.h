@@ -86,13 +86,13 @@ inline std::vector<v1::Envelope> SampleEnvelopes() {
     m->set_text(" caf\xc3\xa9");
     m->set_job_id(9);
     m->set_index(5);
-    m->set_end_of_generation(true);
+    m->set_eos(true);
   }
   {
     v1::Finish* m = next().mutable_finish();
     m->set_session_id(42);
     m->set_job_id(9);
-    m->set_reason(v1::FINISH_STOP_STRING);
+    m->set_reason(v1::FINISH_STOP);
     m->set_prompt_tokens(30);
     m->set_generated_tokens(64);
     m->set_queue_seconds(0.25);

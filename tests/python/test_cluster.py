@@ -523,7 +523,7 @@ ready_file: shard-a.ready.json
             time.sleep(0.2)
         assert p.returncode == 0, p.stderr
         assert tokens(json_lines(p.stdout)) == tokens(generate("Hello there", *flags))
-        # Without keys the CURVE gateway does not talk to us: a clear timeout, not a hang.
+        # Without keys the CURVE job endpoint does not talk to us: a clear timeout, not a hang.
         plain = run("submit", "--endpoint", ep, "--prompt", "Hello", "--timeout", "2", timeout=60)
         assert plain.returncode != 0 and "no answer" in plain.stderr
     finally:

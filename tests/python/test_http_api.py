@@ -462,7 +462,7 @@ def test_sampled_unicode_answers_are_valid_text_everywhere(client):
         want = "".join(t["text"] for t in tokens)
         ids = [t["token"] for t in tokens]
         if summary["finish_reason"] == "eos":
-            ids = ids[:-1]  # the end-of-generation token itself is not text
+            ids = ids[:-1]  # the eos token itself is not text
         assert want == b"".join(vocab[i] for i in ids).decode("utf-8", "replace"), seed
         replaced += "\ufffd" in want
         got = client.chat.completions.create(model=MODEL_ID, messages=[{"role": "user", "content": EMOJI_PROMPT}],

@@ -13,8 +13,8 @@ using std::chrono::milliseconds;
 using std::chrono::minutes;
 using std::chrono::seconds;
 
-const Client kClient{7, "client-7"};
-const Client kOther{8, "client-8"};
+const Origin kClient{7, "client-7"};
+const Origin kOther{8, "client-8"};
 constexpr uint64_t kFirst = 1000;  // sessions are 1001, 1002, ...
 
 // "Reply ToNode ToNode ...": the kinds of `actions` in order.
@@ -84,7 +84,7 @@ class JobLifecycleTest : public ::testing::Test {
   }
 
   // A submitted job (first_session + n) whose shards all opened.
-  uint64_t Running(uint64_t job_id, const Client& client = kClient) {
+  uint64_t Running(uint64_t job_id, const Origin& client = kClient) {
     lc->Submit(job_id, client, 50 + job_id, Prompt(), t0);
     const uint64_t sid = lc->SessionOf(job_id);
     lc->Opened(sid, "a", t0);
@@ -133,7 +133,7 @@ TEST_F(JobLifecycleTest, SubmitAnswersRunningAndOpensOnEveryShard) {
   EXPECT_EQ(prefill.rest_of_route(4).stage(), v1::STAGE_SAMPLER);
 }
 
-TEST_F(JobLifecycleTest, CapacityIsCappedByTheContextAndAGivenSeedIsKept) {
+TEST_F(JobLifecycleTest, MaxLengthIsCappedByTheContextAndAGivenSeedIsKept) {
   Make(true);
   AdmittedJob job = Prompt(10, 100);
   job.seed_given = true;
@@ -181,7 +181,7 @@ TEST_F(JobLifecycleTest, AllOpenedStartsTheSamplerAndThePrefill) {
   EXPECT_EQ(start.client, kClient);
   EXPECT_EQ(start.request_id, 42u);
   EXPECT_EQ(start.prompt, (std::vector<int32_t>{10, 11, 12}));
-  EXPECT_EQ(start.capacity, 11);
+  EXPECT_EQ(start.max_length, 11);
   EXPECT_EQ(start.submitted, t0);
   EXPECT_EQ(start.opened, t0 + seconds(2));
   const v1::Step& step = std::get<Prefill>(out[1]).step;

@@ -18,14 +18,14 @@ const Clock::time_point t0 = Clock::time_point() + std::chrono::hours(1);
 
 TEST(MetricsQueryTest, MergesEveryNodeUnderItsName) {
   MetricsQueries queries;
-  const uint64_t q = queries.Begin(Client{1, "c"}, 42, Snapshot("head", 1), true, t0);
+  const uint64_t q = queries.Begin(Origin{1, "c"}, 42, Snapshot("head", 1), true, t0);
   queries.Expect(q, "a");
   queries.Expect(q, "b");
   EXPECT_FALSE(queries.Finish(q));
   EXPECT_FALSE(queries.Answer(q, Snapshot("a", 2)));
   std::optional<Reply> reply = queries.Answer(q, Snapshot("b", 3));
   ASSERT_TRUE(reply);
-  EXPECT_EQ(reply->client, (Client{1, "c"}));
+  EXPECT_EQ(reply->client, (Origin{1, "c"}));
   EXPECT_EQ(reply->envelope.request_id(), 42u);
   const v1::MetricsSnapshot& m = reply->envelope.metrics_snapshot();
   EXPECT_EQ(m.node_id(), "head");
@@ -40,7 +40,7 @@ TEST(MetricsQueryTest, MergesEveryNodeUnderItsName) {
 
 TEST(MetricsQueryTest, WithNobodyToAskTheHeadAnswersAtOnce) {
   MetricsQueries queries;
-  const uint64_t q = queries.Begin(Client{1, "c"}, 42, Snapshot("head", 1), false, t0);
+  const uint64_t q = queries.Begin(Origin{1, "c"}, 42, Snapshot("head", 1), false, t0);
   std::optional<Reply> reply = queries.Finish(q);
   ASSERT_TRUE(reply);
   EXPECT_EQ(reply->envelope.metrics_snapshot().gauges().at("head/route_ready"), 0.0);
@@ -48,7 +48,7 @@ TEST(MetricsQueryTest, WithNobodyToAskTheHeadAnswersAtOnce) {
 
 TEST(MetricsQueryTest, SilentNodesReadUnreachableAfterTheDeadline) {
   MetricsQueries queries;
-  const uint64_t q = queries.Begin(Client{1, "c"}, 42, Snapshot("head", 1), true, t0);
+  const uint64_t q = queries.Begin(Origin{1, "c"}, 42, Snapshot("head", 1), true, t0);
   queries.Expect(q, "a");
   queries.Expect(q, "b");
   EXPECT_FALSE(queries.Answer(q, Snapshot("a", 2)));

@@ -32,8 +32,8 @@ class DecoderTest : public ::testing::Test {
     auto e = Embedding::Load(*source_);
     return e.value()->Forward(ids).value();
   }
-  std::unique_ptr<KvCache> Cache(const Decoder& d, int64_t capacity) {
-    return KvCache::Create(d.cache_shape(), capacity).value();
+  std::unique_ptr<KvCache> Cache(const Decoder& d, int64_t max_length) {
+    return KvCache::Create(d.cache_shape(), max_length).value();
   }
 
   static std::unique_ptr<ModelSource> source_;

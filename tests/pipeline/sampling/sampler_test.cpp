@@ -150,7 +150,7 @@ TEST(SamplerTest, RepetitionPenaltyOnlyCoversLastN) {
   EXPECT_EQ(pick(-1), 1);  // whole history
 }
 
-TEST(SamplerTest, MinTokensMasksEndOfGenerationBeforeStep) {
+TEST(SamplerTest, MinTokensMasksEosBeforeStep) {
   SamplingParams p;
   p.min_tokens = 2;
   Sampler greedy(p, {3});
@@ -158,23 +158,23 @@ TEST(SamplerTest, MinTokensMasksEndOfGenerationBeforeStep) {
   EXPECT_EQ(greedy.Sample(logits.data(), 4, 0, {}), 1);
   EXPECT_EQ(greedy.Sample(logits.data(), 4, 1, {}), 1);
   EXPECT_EQ(greedy.Sample(logits.data(), 4, 2, {}), 3);
-  EXPECT_TRUE(greedy.IsEndOfGeneration(3));
-  EXPECT_FALSE(greedy.IsEndOfGeneration(1));
+  EXPECT_TRUE(greedy.IsEos(3));
+  EXPECT_FALSE(greedy.IsEos(1));
 
-  // Sampled: never EOG before min_tokens, nearly always after (p ~ 0.9998).
+  // Sampled: never eos before min_tokens, nearly always after (p ~ 0.9998).
   p = Temperature(1.0f);
   p.min_tokens = 100;
   Sampler sampled(p, {3, 2});
-  int eog_after = 0;
+  int eos_after = 0;
   for (int64_t step = 0; step < 200; ++step) {
     const int32_t t = sampled.Sample(logits.data(), 4, step, {});
     if (step < 100) {
-      EXPECT_FALSE(sampled.IsEndOfGeneration(t)) << "EOG at step " << step;
+      EXPECT_FALSE(sampled.IsEos(t)) << "eos at step " << step;
     } else {
-      eog_after += t == 3;
+      eos_after += t == 3;
     }
   }
-  EXPECT_GE(eog_after, 95);
+  EXPECT_GE(eos_after, 95);
 }
 
 TEST(SamplerTest, MinTokensDoesNotMaskTheOnlyPossibleToken) {

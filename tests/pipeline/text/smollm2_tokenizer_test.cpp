@@ -50,7 +50,7 @@ TEST_F(SmolLm2TokenizerTest, Facts) {
   EXPECT_EQ(tok_->bos_id(), 1);
   EXPECT_EQ(tok_->eos_id(), 2);
   EXPECT_FALSE(tok_->add_bos());
-  EXPECT_TRUE(tok_->IsEndOfGeneration(2));
+  EXPECT_TRUE(tok_->IsEos(2));
   EXPECT_EQ(tok_->TokenId("<|im_start|>"), std::optional<int32_t>(1));
   EXPECT_EQ(tok_->TokenText(0), "<|endoftext|>");
 }

@@ -136,15 +136,15 @@ TEST(TokenizerTest, LooksUpIdsAndEnds) {
   EXPECT_EQ(tok->bos_id(), tiny::kIdImStart);
   EXPECT_EQ(tok->eos_id(), tiny::kIdImEnd);
   EXPECT_EQ(tok->vocab_size(), 274);
-  EXPECT_TRUE(tok->IsEndOfGeneration(tiny::kIdImEnd));
-  EXPECT_FALSE(tok->IsEndOfGeneration(tiny::kIdImStart));
-  EXPECT_FALSE(tok->IsEndOfGeneration(-1));
+  EXPECT_TRUE(tok->IsEos(tiny::kIdImEnd));
+  EXPECT_FALSE(tok->IsEos(tiny::kIdImStart));
+  EXPECT_FALSE(tok->IsEos(-1));
 
   TokenizerSpec spec = TinySpec();
   spec.eot_id = tiny::kIdEndOfText;
   auto with_eot = MakeTiny(spec);
-  EXPECT_TRUE(with_eot->IsEndOfGeneration(tiny::kIdEndOfText));
-  EXPECT_TRUE(with_eot->IsEndOfGeneration(tiny::kIdImEnd));
+  EXPECT_TRUE(with_eot->IsEos(tiny::kIdEndOfText));
+  EXPECT_TRUE(with_eot->IsEos(tiny::kIdImEnd));
 }
 
 TEST(TokenizerTest, CreateRejectsBadSpecs) {

@@ -1,4 +1,4 @@
-#include "actors/wire.h"
+#include "messages/frames_codec.h"
 
 #include <memory>
 #include <vector>
@@ -6,7 +6,7 @@
 #include "messages/envelope_codec.h"
 #include "messages/tensor_codec.h"
 
-namespace troupe::actors {
+namespace troupe {
 
 WireResult<Received> DecodeFrames(transport::Frames& frames, const DecodeLimits& limits,
                                   RejectCounters* rejects) {
@@ -54,15 +54,4 @@ WireResult<transport::Frames> EncodeFrames(v1::Envelope envelope, const at::Tens
   return frames;
 }
 
-v1::Envelope ErrorEnvelope(v1::ErrorCode code, const std::string& text, const std::string& node_id,
-                           uint64_t session_id, uint64_t request_id) {
-  v1::Envelope env = NewEnvelope(request_id);
-  v1::Error* e = env.mutable_error();
-  e->set_code(code);
-  e->set_text(text);
-  e->set_node_id(node_id);
-  if (session_id != 0) e->set_session_id(session_id);
-  return env;
-}
-
-}  // namespace troupe::actors
+}  // namespace troupe

@@ -20,7 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "actors/wire.h"
+#include "messages/frames_codec.h"
+#include "messages/origin.h"
 #include "messages/troupe.pb.h"
 #include "pipeline/sampling/sampling_params.h"
 
@@ -62,8 +63,8 @@ struct SessionStart {
   bool stream = true;                   // send a Token per token
   std::vector<int32_t> prompt;          // token ids
   SamplingParams params;
-  int64_t capacity = 0;                 // cache positions reserved on every shard
-  std::vector<v1::RouteHop> route;      // the ring, embedding first
+  int64_t max_length = 0;                 // cache positions reserved on every shard
+  std::vector<v1::RouteHop> route;      // its hops, embedding first
   Clock::time_point submitted, opened;  // for Finish timings
 };
 
