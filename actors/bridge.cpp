@@ -5,9 +5,9 @@
 #include <iostream>
 
 #include "actors/local_messages.h"
+#include "messages/envelope_codec.h"
 #include "messages/frames_codec.h"
 #include "messages/origin.h"
-#include "messages/envelope_codec.h"
 
 namespace troupe::actors {
 

@@ -63,8 +63,8 @@ class EmbeddingActor : public StageActor {
       ctx_->counters.steps_total++;
       Status st = sender_.ForwardStep(std::move(next), std::move(*hidden));
       if (!st.ok()) {
-        return ReportFailure(s.session_id(), v1::UNAVAILABLE, "embedding cannot forward: " + st.ToString(),
-                             m.from, m.request_id);
+        return ReportFailure(s.session_id(), v1::UNAVAILABLE, "embedding cannot forward: " + st.ToString(), m.from,
+                             m.request_id);
       }
     }
     ScheduleRetry();

@@ -37,8 +37,8 @@ class LmHeadActor : public StageActor {
     const at::Tensor& t = m.tensor;
     if (!t.defined() || t.dim() != 2 || t.size(0) < 1 || t.size(1) != hidden || t.scalar_type() != at::kFloat) {
       return ReportFailure(m.step.session_id(), v1::BAD_TENSOR,
-                           "the LM head needs hidden states [rows, " + std::to_string(hidden) + "] f32",
-                           m.from, m.request_id);
+                           "the LM head needs hidden states [rows, " + std::to_string(hidden) + "] f32", m.from,
+                           m.request_id);
     }
     pending_.push_back(std::move(m));
     if (!flush_scheduled_) {

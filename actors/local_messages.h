@@ -58,12 +58,12 @@ struct StepMessage {
 struct SessionStart {
   uint64_t session_id = 0;
   uint64_t job_id = 0;
-  Origin client;                        // where Token and Finish go
-  uint64_t request_id = 0;              // the client's JobSubmit request id
-  bool stream = true;                   // send a Token per token
-  std::vector<int32_t> prompt;          // token ids
+  Origin client;                // where Token and Finish go
+  uint64_t request_id = 0;      // the client's JobSubmit request id
+  bool stream = true;           // send a Token per token
+  std::vector<int32_t> prompt;  // token ids
   SamplingParams params;
-  int64_t max_length = 0;                 // cache positions reserved on every shard
+  int64_t max_length = 0;               // cache positions reserved on every shard
   std::vector<v1::RouteHop> route;      // its hops, embedding first
   Clock::time_point submitted, opened;  // for Finish timings
 };

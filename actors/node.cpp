@@ -1,11 +1,11 @@
 #include "actors/node.h"
 
 #include <ATen/Parallel.h>
-#include <caf/all.hpp>
-#include <nlohmann/json.hpp>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <cstdio>
@@ -16,19 +16,19 @@
 
 #include "actors/bridge.h"
 #include "actors/embedding_actor.h"
-#include "client/job_client.h"
-#include "transport/links.h"
 #include "actors/lm_head_actor.h"
-#include "actors/node_context.h"
 #include "actors/local_messages.h"
+#include "actors/node_context.h"
 #include "actors/sampler_actor.h"
 #include "actors/scheduler_actor.h"
 #include "actors/shard_actor.h"
-#include "pipeline/model/decoder.h"
+#include "client/job_client.h"
 #include "http/http_server.h"
 #include "http/job_client_backend.h"
+#include "pipeline/model/decoder.h"
 #include "pipeline/model/model_options.h"
 #include "transport/keys.h"
+#include "transport/links.h"
 #include "transport/zap_handler.h"
 
 namespace troupe::actors {
@@ -126,8 +126,8 @@ Result<std::unique_ptr<Node>> Node::Start(const cluster::NodeConfig& config) {
   TROUPE_ASSIGN_OR_RETURN(transport::SecurityConfig security, NodeSecurity(config));
   m.zmq_context = std::make_unique<zmq::context_t>(1);
   if (security.curve) {
-    TROUPE_ASSIGN_OR_RETURN(m.zap, transport::ZapHandler::Start(*m.zmq_context, security.allowlist,
-                                                                security.zap_domain));
+    TROUPE_ASSIGN_OR_RETURN(m.zap,
+                            transport::ZapHandler::Start(*m.zmq_context, security.allowlist, security.zap_domain));
   }
   m.bridge = std::make_unique<Bridge>(ctx);
   transport::PollLoopOptions loop_options;
@@ -136,7 +136,7 @@ Result<std::unique_ptr<Node>> Node::Start(const cluster::NodeConfig& config) {
   std::map<std::string, std::string> peer_keys;
   for (const cluster::PeerConfig& p : config.peers) peer_keys[p.id] = p.public_key;
   m.links = std::make_unique<transport::Links>(*m.zmq_context, *m.loop, config.id, security, peer_keys,
-                                    transport::LinkOptions());
+                                               transport::LinkOptions());
   ctx->loop = m.loop.get();
   ctx->links = m.links.get();
 
@@ -145,9 +145,8 @@ Result<std::unique_ptr<Node>> Node::Start(const cluster::NodeConfig& config) {
   ctx->node_endpoint = config.advertise.empty() ? node_listener->endpoint() : config.advertise;
   std::unique_ptr<transport::Listener> job_listener;
   if (config.head) {
-    const transport::SecurityConfig job_security = transport::IsLoopbackEndpoint(config.job_listen)
-                                                       ? transport::PlainSecurity()
-                                                       : security;
+    const transport::SecurityConfig job_security =
+        transport::IsLoopbackEndpoint(config.job_listen) ? transport::PlainSecurity() : security;
     TROUPE_ASSIGN_OR_RETURN(job_listener, m.links->Bind(config.job_listen, job_security));
     ctx->job_endpoint = job_listener->endpoint();
   }
@@ -263,8 +262,9 @@ int RunNode(const cluster::NodeConfig& config) {
     return 1;
   }
   std::cerr << "troupe node " << config.id << ": "
-            << (config.head ? "head" : "shard layers " + std::to_string(config.layer_begin) + "-" +
-                                           std::to_string(config.layer_end))
+            << (config.head
+                    ? "head"
+                    : "shard layers " + std::to_string(config.layer_begin) + "-" + std::to_string(config.layer_end))
             << ", nodes on " << (*node)->node_endpoint()
             << ((*node)->job_endpoint().empty() ? "" : ", jobs on " + (*node)->job_endpoint())
             << ((*node)->http_port() > 0 ? ", HTTP API on port " + std::to_string((*node)->http_port()) : "")

@@ -20,9 +20,7 @@ caf::actor NodeContext::StageActor(v1::Stage stage) const {
   }
 }
 
-void NodeContext::ClearActors() {
-  scheduler = embedding_stage = shard = lm_head_stage = sampler = caf::actor();
-}
+void NodeContext::ClearActors() { scheduler = embedding_stage = shard = lm_head_stage = sampler = caf::actor(); }
 
 v1::MetricsSnapshot NodeMetrics(const NodeContext& ctx) {
   v1::MetricsSnapshot m;
@@ -50,25 +48,24 @@ v1::MetricsSnapshot NodeMetrics(const NodeContext& ctx) {
 
 namespace {
 
-v1::Envelope Refuse(const NodeContext& ctx, v1::ErrorCode code, const std::string& text,
-                    const v1::Envelope& request, uint64_t session_id = 0) {
+v1::Envelope Refuse(const NodeContext& ctx, v1::ErrorCode code, const std::string& text, const v1::Envelope& request,
+                    uint64_t session_id = 0) {
   return ErrorEnvelope(code, text, ctx.node_id, session_id, request.request_id());
 }
 
 }  // namespace
 
-std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& from, Received m,
-                                         bool job_link) {
+std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& from, Received m, bool job_link) {
   v1::Envelope& env = m.envelope;
   const auto body = env.body_case();
   if (job_link) {
     const bool job_body = body == v1::Envelope::kJobSubmit || body == v1::Envelope::kJobCancel ||
-                          body == v1::Envelope::kJobStatusQuery ||
-                          body == v1::Envelope::kMetricsQuery;
+                          body == v1::Envelope::kJobStatusQuery || body == v1::Envelope::kMetricsQuery;
     if (!job_body || !ctx.scheduler) {
       return Refuse(ctx, v1::BAD_REQUEST,
                     std::string("the job endpoint takes job_submit, job_cancel, job_status_query and "
-                                "metrics queries, not ") + BodyName(env),
+                                "metrics queries, not ") +
+                        BodyName(env),
                     env);
     }
     caf::anon_send(ctx.scheduler, WireMessage{from, std::move(env)});
@@ -81,8 +78,7 @@ std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& f
       const v1::Stage stage = env.step().hop().stage();
       target = ctx.StageActor(stage);
       if (!target || stage == v1::STAGE_SCHEDULER) {
-        return Refuse(ctx, v1::UNAVAILABLE,
-                      "node '" + ctx.node_id + "' does not run stage " + v1::Stage_Name(stage),
+        return Refuse(ctx, v1::UNAVAILABLE, "node '" + ctx.node_id + "' does not run stage " + v1::Stage_Name(stage),
                       env, env.step().session_id());
       }
       StepMessage step{from, env.request_id(), std::move(*env.mutable_step()), std::move(m.tensor)};
@@ -110,14 +106,12 @@ std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& f
       what = "scheduler";
       break;
     default:
-      return Refuse(ctx, v1::UNKNOWN_TYPE,
-                    std::string("nodes do not accept ") + BodyName(env) + " messages", env);
+      return Refuse(ctx, v1::UNKNOWN_TYPE, std::string("nodes do not accept ") + BodyName(env) + " messages", env);
   }
   if (!target) {
     // Never answer an error with an error: two nodes could bounce them forever.
     if (body == v1::Envelope::kError) return std::nullopt;
-    return Refuse(ctx, v1::UNAVAILABLE,
-                  "node '" + ctx.node_id + "' runs no " + what + " for " + BodyName(env), env);
+    return Refuse(ctx, v1::UNAVAILABLE, "node '" + ctx.node_id + "' runs no " + what + " for " + BodyName(env), env);
   }
   caf::anon_send(target, WireMessage{from, std::move(env)});
   return std::nullopt;

@@ -19,7 +19,6 @@
 #include <optional>
 #include <string>
 
-#include "transport/links.h"
 #include "cluster/node_config.h"
 #include "messages/frames_codec.h"
 #include "messages/origin.h"
@@ -29,24 +28,26 @@
 #include "pipeline/model/embedding.h"
 #include "pipeline/model/lm_head.h"
 #include "pipeline/text/tokenizer.h"
+#include "transport/links.h"
 
 namespace troupe::actors {
 
 struct NodeCounters {
   // Named as in `troupe status` and /metrics (troupe_<name>).
-  std::atomic<uint64_t> steps_total{0};        // steps this node's stages ran
-  std::atomic<uint64_t> batches_total{0};      // shard / LM head batches
-  std::atomic<uint64_t> batch_rows_total{0};   // rows over all batches
+  std::atomic<uint64_t> steps_total{0};       // steps this node's stages ran
+  std::atomic<uint64_t> batches_total{0};     // shard / LM head batches
+  std::atomic<uint64_t> batch_rows_total{0};  // rows over all batches
   std::atomic<uint64_t> max_batch_sessions{0};
   std::atomic<uint64_t> cache_bytes_in_use{0};
-  std::atomic<uint64_t> sessions_open{0};      // shard sessions / scheduler jobs
+  std::atomic<uint64_t> sessions_open{0};  // shard sessions / scheduler jobs
   std::atomic<uint64_t> sessions_opened_total{0};
   std::atomic<uint64_t> sessions_closed_total{0};
   std::atomic<uint64_t> cache_full_total{0};
   std::atomic<uint64_t> sessions_resumed_total{0};  // sessions replayed on a new route after a node died
   std::atomic<uint64_t> jobs_queued_total{0};       // jobs that had to wait for KV cache
   std::atomic<uint64_t> send_errors_total{0};
-  std::atomic<uint64_t> compute_ns{0};  // time in model code (forward, sampling); exported as compute_microseconds_total
+  std::atomic<uint64_t> compute_ns{
+      0};  // time in model code (forward, sampling); exported as compute_microseconds_total
 };
 
 // Adds the time since construction to a counter (model code timing).
@@ -98,7 +99,6 @@ v1::MetricsSnapshot NodeMetrics(const NodeContext& ctx);
 // Returns the Error to send back when no local actor takes it (this node
 // does not host that stage, or the body is not one nodes accept); `job_link`
 // restricts a client to job bodies.
-std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& from, Received message,
-                                         bool job_link);
+std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& from, Received message, bool job_link);
 
 }  // namespace troupe::actors

@@ -27,8 +27,8 @@ double PeakRssMb() {
 struct SamplerSession {
   SessionStart start;
   Generation generation;
-  int64_t sampled = 0;  // tokens sampled so far (an eos id included)
-  uint32_t replays = 0; // times the session was replayed over a new route
+  int64_t sampled = 0;   // tokens sampled so far (an eos id included)
+  uint32_t replays = 0;  // times the session was replayed over a new route
   Clock::time_point first_token, last_token, last_activity;
 };
 
@@ -115,9 +115,9 @@ class SamplerActor : public StageActor {
     }
     const int64_t expected = static_cast<int64_t>(s.start.prompt.size()) + s.sampled - 1;
     if (static_cast<int64_t>(m.step.first_position()) != expected) {
-      return Fail(id, v1::BAD_REQUEST,
-                  "logits for position " + std::to_string(m.step.first_position()) + ", expected " +
-                      std::to_string(expected));
+      return Fail(
+          id, v1::BAD_REQUEST,
+          "logits for position " + std::to_string(m.step.first_position()) + ", expected " + std::to_string(expected));
     }
     const auto now = Clock::now();
     TokenEvent ev;

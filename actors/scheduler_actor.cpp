@@ -20,7 +20,6 @@ namespace sched = troupe::scheduling;
 
 constexpr auto kTick = std::chrono::milliseconds(200);
 
-
 sched::LifecycleConfig LifecycleConfigOf(const NodeContext& ctx) {
   sched::LifecycleConfig c;
   c.node_id = ctx.node_id;
@@ -114,19 +113,18 @@ class SchedulerActor : public StageActor {
     };
     WireResult<sched::AdmittedJob> job = sched::Admit(submit, tokenize, ctx_->source->config().max_positions);
     if (!job.ok()) {
-      return Execute(sched::Reply{client, ErrorEnvelope(job.error().code, job.error().text, ctx_->node_id, 0,
-                                                          request_id, job_id)});
+      return Execute(sched::Reply{
+          client, ErrorEnvelope(job.error().code, job.error().text, ctx_->node_id, 0, request_id, job_id)});
     }
     Execute(jobs_.Submit(job_id, client, request_id, std::move(*job), Clock::now()));
   }
 
   void Announced(const Origin& from, const v1::RegistryAnnounce& a) {
     if (a.model_fingerprint() != ctx_->fingerprint) {
-      return Execute(sched::Reply{from,
-                                ErrorEnvelope(v1::WRONG_MODEL,
-                                                  "node '" + a.node_id() + "' serves model " + a.model_fingerprint() +
-                                                      ", the head " + ctx_->fingerprint,
-                                                  ctx_->node_id)});
+      return Execute(sched::Reply{from, ErrorEnvelope(v1::WRONG_MODEL,
+                                                      "node '" + a.node_id() + "' serves model " +
+                                                          a.model_fingerprint() + ", the head " + ctx_->fingerprint,
+                                                      ctx_->node_id)});
     }
     std::string endpoint;
     for (const v1::Endpoint& e : a.endpoints()) {
@@ -135,17 +133,16 @@ class SchedulerActor : public StageActor {
     if (endpoint.empty() || a.layers_size() == 0) return;
     sched::Registry& registry = jobs_.registry();
     const bool fresh = registry.Find(a.node_id()) == nullptr;
-    registry.Upsert(sched::ShardEntry{a.node_id(), endpoint, a.layers(0).begin(), a.layers(0).end(), false,
-                                      Clock::now()});
+    registry.Upsert(
+        sched::ShardEntry{a.node_id(), endpoint, a.layers(0).begin(), a.layers(0).end(), false, Clock::now()});
     if (fresh) (void)ctx_->links->ConnectTo(a.node_id(), endpoint);  // dial early: the first job does not wait
   }
 
   void QueryMetrics(const Origin& from, uint64_t request_id) {
     const auto now = Clock::now();
     const sched::Registry& registry = jobs_.registry();
-    const uint64_t q =
-        queries_.Begin(from, request_id, NodeMetrics(*ctx_), registry.Routable(ctx_->source->config().n_layers, now),
-                       now);
+    const uint64_t q = queries_.Begin(from, request_id, NodeMetrics(*ctx_),
+                                      registry.Routable(ctx_->source->config().n_layers, now), now);
     for (const sched::ShardEntry& e : registry.Live(now)) {
       if (e.node_id == ctx_->node_id) continue;  // counted above
       v1::Envelope env = NewEnvelope(q);
@@ -214,8 +211,7 @@ class SchedulerActor : public StageActor {
     if (!jobs_.Has(a.session_id)) return;
     Status st = sender_.ForwardStep(std::move(a.step), at::Tensor());
     if (!st.ok()) {
-      Execute(jobs_.SendFailed(a.session_id, v1::INTERNAL, "cannot start the prefill: " + st.ToString(),
-                               Clock::now()));
+      Execute(jobs_.SendFailed(a.session_id, v1::INTERNAL, "cannot start the prefill: " + st.ToString(), Clock::now()));
     }
   }
 

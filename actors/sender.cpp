@@ -24,8 +24,7 @@ Status Sender::Deliver(transport::LinkId link, const std::string& peer, v1::Enve
 
 Status Sender::ForwardStep(v1::Step step, at::Tensor tensor) {
   if (step.rest_of_route_size() == 0) {
-    return Status::InvalidArgument("step of session " + std::to_string(step.session_id()) +
-                                   " has no next hop");
+    return Status::InvalidArgument("step of session " + std::to_string(step.session_id()) + " has no next hop");
   }
   *step.mutable_hop() = step.rest_of_route(0);
   step.mutable_rest_of_route()->erase(step.mutable_rest_of_route()->begin());

@@ -17,10 +17,10 @@
 #include <string>
 
 #include "actors/node_context.h"
-#include "transport/outbound.h"
 #include "messages/frames_codec.h"
 #include "messages/origin.h"
 #include "messages/troupe.pb.h"
+#include "transport/outbound.h"
 
 namespace troupe::actors {
 
@@ -42,8 +42,7 @@ class Sender {
   void Close() { outbound_.Close(); }
 
  private:
-  Status Deliver(transport::LinkId link, const std::string& peer, v1::Envelope envelope,
-                 const at::Tensor& tensor);
+  Status Deliver(transport::LinkId link, const std::string& peer, v1::Envelope envelope, const at::Tensor& tensor);
   Status Local(v1::Envelope envelope, at::Tensor tensor);
   std::shared_ptr<NodeContext> ctx_;
   transport::Outbound outbound_;

@@ -100,10 +100,10 @@ class ShardActor : public StageActor {
     if (in_use_ + bytes > budget) {
       return refuse(v1::CACHE_FULL,
                     "shard '" + ctx_->node_id + "' (layers " + std::to_string(decoder_->begin_layer()) + "-" +
-                        std::to_string(decoder_->end_layer()) + "): a session of " +
-                        std::to_string(o.max_length()) + " tokens needs " + std::to_string(bytes) +
-                        " bytes of KV cache; " + std::to_string(budget - std::min<uint64_t>(budget, in_use_)) +
-                        " of the " + std::to_string(budget) + "-byte cache budget are free",
+                        std::to_string(decoder_->end_layer()) + "): a session of " + std::to_string(o.max_length()) +
+                        " tokens needs " + std::to_string(bytes) + " bytes of KV cache; " +
+                        std::to_string(budget - std::min<uint64_t>(budget, in_use_)) + " of the " +
+                        std::to_string(budget) + "-byte cache budget are free",
                     /*retryable=*/bytes <= budget);
     }
     Result<std::unique_ptr<KvCache>> cache = Status::Internal("not created");
@@ -141,8 +141,9 @@ class ShardActor : public StageActor {
       if (now - s.last_used > idle) expired.push_back(id);
     }
     for (uint64_t id : expired) {
-      Fail(id, v1::TIMEOUT, "shard '" + ctx_->node_id + "' closed session " + std::to_string(id) + " after " +
-                                std::to_string(ctx_->config.idle_timeout_seconds) + " s without steps");
+      Fail(id, v1::TIMEOUT,
+           "shard '" + ctx_->node_id + "' closed session " + std::to_string(id) + " after " +
+               std::to_string(ctx_->config.idle_timeout_seconds) + " s without steps");
       Close(id);
     }
   }
@@ -324,8 +325,7 @@ class ShardActor : public StageActor {
 
 }  // namespace
 
-caf::actor SpawnShard(caf::actor_system& system, std::shared_ptr<NodeContext> ctx,
-                      std::shared_ptr<Decoder> decoder) {
+caf::actor SpawnShard(caf::actor_system& system, std::shared_ptr<NodeContext> ctx, std::shared_ptr<Decoder> decoder) {
   return system.spawn<ShardActor, caf::lazy_init>(std::move(ctx), std::move(decoder));
 }
 

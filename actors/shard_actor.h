@@ -38,7 +38,6 @@
 
 namespace troupe::actors {
 
-caf::actor SpawnShard(caf::actor_system& system, std::shared_ptr<NodeContext> ctx,
-                      std::shared_ptr<Decoder> decoder);
+caf::actor SpawnShard(caf::actor_system& system, std::shared_ptr<NodeContext> ctx, std::shared_ptr<Decoder> decoder);
 
 }  // namespace troupe::actors

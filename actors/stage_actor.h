@@ -12,8 +12,8 @@
 #include <chrono>
 #include <memory>
 
-#include "actors/node_context.h"
 #include "actors/local_messages.h"
+#include "actors/node_context.h"
 #include "actors/sender.h"
 #include "messages/envelope_codec.h"
 

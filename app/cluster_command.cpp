@@ -9,8 +9,8 @@
 
 #include <unistd.h>
 
-#include "cluster/local_cluster.h"
 #include "app/commands.h"
+#include "cluster/local_cluster.h"
 
 namespace troupe::app {
 namespace {
@@ -39,7 +39,8 @@ void RegisterCluster(CLI::App& app) {
                  "-1: none); the bound port goes into cluster.json")
       ->capture_default_str();
   up->add_flag("--insecure", o->insecure, "Plain node-to-node links (no CURVE)");
-  up->add_option("--model", *model, "GGUF file or Hugging Face folder (default: $TROUPE_MODEL, else the installed model)");
+  up->add_option("--model", *model,
+                 "GGUF file or Hugging Face folder (default: $TROUPE_MODEL, else the installed model)");
   up->add_option("--threads", o->threads, "Compute threads per node (0 = all cores)")->capture_default_str();
   up->add_option("--cache-budget-mb", *budget_mb, "KV cache budget per shard node, MiB")->capture_default_str();
   up->add_option("--max-batch-sessions", o->max_batch_sessions, "Sessions per batch (0 = no limit)")

@@ -43,7 +43,8 @@ void RegisterGenerate(CLI::App& app) {
   cmd->add_flag("--chat", flags->prompt.chat, "Apply the model's chat template");
   cmd->add_option("--system", flags->prompt.system, "System message (with --chat)");
   AddSamplingFlags(cmd, &flags->params);
-  cmd->add_option("--model", flags->model, "GGUF file or Hugging Face folder (default: $TROUPE_MODEL, else the installed model)");
+  cmd->add_option("--model", flags->model,
+                  "GGUF file or Hugging Face folder (default: $TROUPE_MODEL, else the installed model)");
   cmd->add_option("--threads", flags->options.threads, "Worker threads (0 = all cores)")->capture_default_str();
   cmd->add_option("--device", flags->options.device, "cpu")->capture_default_str();
   cmd->add_flag("--json", flags->json, "One JSON line per token, then a summary line");

@@ -16,8 +16,8 @@ void RunKeysGenerate(const std::string& dir) {
   if (!st.ok()) return Fail(st.ToString());
   auto pub = transport::ReadPublicKeyFile(dir + "/" + transport::kPublicKeyFileName);
   if (!pub.ok()) return Fail(pub.status().ToString());
-  std::cout << "wrote " << dir << "/" << transport::kSecretKeyFileName << " (secret, 0600) and "
-            << dir << "/" << transport::kPublicKeyFileName << "\n"
+  std::cout << "wrote " << dir << "/" << transport::kSecretKeyFileName << " (secret, 0600) and " << dir << "/"
+            << transport::kPublicKeyFileName << "\n"
             << "public key: " << *pub << std::endl;
 }
 
@@ -27,12 +27,9 @@ void RegisterKeys(CLI::App& app) {
   CLI::App* keys = app.add_subcommand("keys", "CURVE keys for cluster mode");
   keys->require_subcommand(1);
   auto dir = std::make_shared<std::string>();
-  CLI::App* generate =
-      keys->add_subcommand("generate", "Write a new key pair: DIR/node.key (0600) and DIR/node.pub");
-  generate->add_option("--out", *dir, "Directory for the key files (created if missing)")
-      ->required();
+  CLI::App* generate = keys->add_subcommand("generate", "Write a new key pair: DIR/node.key (0600) and DIR/node.pub");
+  generate->add_option("--out", *dir, "Directory for the key files (created if missing)")->required();
   generate->callback([dir] { RunKeysGenerate(*dir); });
 }
 
 }  // namespace troupe::app
-

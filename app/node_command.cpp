@@ -5,8 +5,8 @@
 #include <string>
 
 #include "actors/node.h"
-#include "cluster/node_config.h"
 #include "app/commands.h"
+#include "cluster/node_config.h"
 
 namespace troupe::app {
 

@@ -8,8 +8,8 @@
 #include <memory>
 #include <string>
 
-#include "client/job_client.h"
 #include "app/commands.h"
+#include "client/job_client.h"
 
 namespace troupe::app {
 namespace {

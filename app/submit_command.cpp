@@ -9,11 +9,11 @@
 #include <memory>
 #include <string>
 
-#include "client/job_client.h"
 #include "app/commands.h"
 #include "app/output.h"
-#include "messages/sampling_params_proto.h"
+#include "client/job_client.h"
 #include "messages/finish_reason_proto.h"
+#include "messages/sampling_params_proto.h"
 #include "pipeline/model/prompt.h"
 
 namespace troupe::app {

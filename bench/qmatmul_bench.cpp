@@ -38,8 +38,7 @@ namespace {
 bool g_huge_pages = false;
 
 double WallSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 double ProcessCpuSeconds() {
@@ -91,7 +90,7 @@ Buffer RandomWeights(GgmlType type, int64_t rows, int64_t cols, uint32_t seed) {
     }
   } else {
     for (size_t off = 0; off + bb <= bytes; off += bb) {
-      w[off + 1] = 0x20;  // fp16 d ~ 2^-7
+      w[off + 1] = 0x20;                              // fp16 d ~ 2^-7
       if (type == GgmlType::Q4_1) w[off + 3] = 0xA4;  // fp16 m ~ -2^-6
     }
   }
@@ -178,16 +177,14 @@ struct Shape {
 };
 
 void PrintHeader() {
-  std::printf("%-22s %3s %9s %9s %9s %9s %9s %11s\n", "matrix", "thr", "dram ms", "dram GB/s",
-              "(cpu)", "hot ms", "hot GB/s", "n=64 GFLOP/s");
+  std::printf("%-22s %3s %9s %9s %9s %9s %9s %11s\n", "matrix", "thr", "dram ms", "dram GB/s", "(cpu)", "hot ms",
+              "hot GB/s", "n=64 GFLOP/s");
 }
 
 void BenchShapes(Isa isa, int runs, double dram_mb) {
   const Shape shapes[] = {
-      {"Q4_1 [1536,576] up", GgmlType::Q4_1, 1536, 576},
-      {"Q4_1 [576,1536] down", GgmlType::Q4_1, 576, 1536},
-      {"Q8_0 [49152,576] head", GgmlType::Q8_0, 49152, 576},
-      {"Q8_0 [1536,576]", GgmlType::Q8_0, 1536, 576},
+      {"Q4_1 [1536,576] up", GgmlType::Q4_1, 1536, 576},     {"Q4_1 [576,1536] down", GgmlType::Q4_1, 576, 1536},
+      {"Q8_0 [49152,576] head", GgmlType::Q8_0, 49152, 576}, {"Q8_0 [1536,576]", GgmlType::Q8_0, 1536, 576},
       {"F16 [1536,576]", GgmlType::F16, 1536, 576},
   };
   for (const Shape& s : shapes) {
@@ -208,14 +205,13 @@ void BenchShapes(Isa isa, int runs, double dram_mb) {
           MultiplyWithIsa(m.mats[0], isa, x.data(), 1, y.data(), threads);
         }
       });
-      const Timing pre = TimeIt(std::max(3, runs / 2), 0.2, 1, [&] {
-        MultiplyWithIsa(m.mats[0], isa, x.data(), 64, y.data(), threads);
-      });
+      const Timing pre = TimeIt(std::max(3, runs / 2), 0.2, 1,
+                                [&] { MultiplyWithIsa(m.mats[0], isa, x.data(), 64, y.data(), threads); });
       char cpu_col[32] = "-";
       if (threads == 1) std::snprintf(cpu_col, sizeof cpu_col, "%.2f", bytes / dram.cpu / 1e9);
-      std::printf("%-22s %3d %9.4f %9.2f %9s %9.4f %9.2f %11.1f\n", s.name, threads,
-                  dram.wall * 1e3, bytes / dram.wall / 1e9, cpu_col, hot.wall * 1e3,
-                  bytes / hot.wall / 1e9, 2.0 * s.rows * s.cols * 64 / pre.wall / 1e9);
+      std::printf("%-22s %3d %9.4f %9.2f %9s %9.4f %9.2f %11.1f\n", s.name, threads, dram.wall * 1e3,
+                  bytes / dram.wall / 1e9, cpu_col, hot.wall * 1e3, bytes / hot.wall / 1e9,
+                  2.0 * s.rows * s.cols * 64 / pre.wall / 1e9);
     }
   }
 }
@@ -233,8 +229,8 @@ void BenchModel(Isa isa, int runs) {
     return MakeMatrices(GgmlType::Q4_1, rows, cols, 1);
   };
   for (int l = 0; l < 30; ++l) {
-    layers.push_back({make(576, 576), make(192, 576), make(192, 576), make(576, 576),
-                      make(1536, 576), make(1536, 576), make(576, 1536)});
+    layers.push_back({make(576, 576), make(192, 576), make(192, 576), make(576, 576), make(1536, 576), make(1536, 576),
+                      make(576, 1536)});
   }
   Matrices head = MakeMatrices(GgmlType::Q8_0, 49152, 576, 1);
   model_bytes += 49152.0 * ggml_row_bytes(GgmlType::Q8_0, 576);
@@ -244,8 +240,8 @@ void BenchModel(Isa isa, int runs) {
       const Timing t = TimeIt(runs, 0.3, 1, [&] {
         for (const Layer& ly : layers) {
           if (shared) {
-            const MatmulOutput qkv[] = {{&ly.q.mats[0], y0.data()}, {&ly.k.mats[0], y1.data()},
-                                        {&ly.v.mats[0], y2.data()}};
+            const MatmulOutput qkv[] = {
+                {&ly.q.mats[0], y0.data()}, {&ly.k.mats[0], y1.data()}, {&ly.v.mats[0], y2.data()}};
             MultiplySharedWithIsa(isa, qkv, 3, x.data(), 1, threads);
           } else {
             MultiplyWithIsa(ly.q.mats[0], isa, x.data(), 1, y0.data(), threads);
@@ -266,10 +262,11 @@ void BenchModel(Isa isa, int runs) {
       });
       char cpu_note[48] = "";
       if (threads == 1) std::snprintf(cpu_note, sizeof cpu_note, ", cpu %.3f ms", t.cpu * 1e3);
-      std::printf("SmolLM2-135M linears (%.0f MB), %s calls, threads=%d: %.3f ms/token "
-                  "(%.1f GB/s, %.0f tok/s matmul-only%s)\n",
-                  model_bytes / 1e6, shared ? "shared-input" : "separate", threads, t.wall * 1e3,
-                  model_bytes / t.wall / 1e9, 1.0 / t.wall, cpu_note);
+      std::printf(
+          "SmolLM2-135M linears (%.0f MB), %s calls, threads=%d: %.3f ms/token "
+          "(%.1f GB/s, %.0f tok/s matmul-only%s)\n",
+          model_bytes / 1e6, shared ? "shared-input" : "separate", threads, t.wall * 1e3, model_bytes / t.wall / 1e9,
+          1.0 / t.wall, cpu_note);
     }
   }
 }
@@ -283,8 +280,7 @@ int main(int argc, char** argv) {
   std::string isa_name = IsaName(BestIsa());
   int runs = 7;
   double dram_mb = 256;
-  app.add_option("--isa", isa_name, "scalar, avx2 or avx512")
-      ->check(CLI::IsMember({"scalar", "avx2", "avx512"}));
+  app.add_option("--isa", isa_name, "scalar, avx2 or avx512")->check(CLI::IsMember({"scalar", "avx2", "avx512"}));
   app.add_option("--runs", runs, "timing runs per figure (median reported)");
   app.add_option("--dram-mb", dram_mb, "MB of weight copies rotated for the DRAM figures");
   app.add_flag("--huge-pages", g_huge_pages, "back weights with 2 MB pages (madvise)");
@@ -297,8 +293,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s kernels are not compiled in\n", isa_name.c_str());
     return 1;
   }
-  std::printf("isa=%s runs=%d (medians) pages=%s\n", IsaName(isa), runs,
-              g_huge_pages ? "2MB" : "4KB");
+  std::printf("isa=%s runs=%d (medians) pages=%s\n", IsaName(isa), runs, g_huge_pages ? "2MB" : "4KB");
   PrintHeader();
   BenchStreamRead(runs, dram_mb);
   BenchShapes(isa, runs, dram_mb);

@@ -46,10 +46,8 @@ struct Size {
   const char* name;
   size_t bytes;
 };
-constexpr Size kSizes[] = {{"f32  [1,576]", 2304},
-                           {"bf16 [1,576]", 1152},
-                           {"int8 [1,576]", 612},
-                           {"f32 [64,576]", 64 * 576 * 4}};
+constexpr Size kSizes[] = {
+    {"f32  [1,576]", 2304}, {"bf16 [1,576]", 1152}, {"int8 [1,576]", 612}, {"f32 [64,576]", 64 * 576 * 4}};
 
 Frames Message(char kind, const std::shared_ptr<std::vector<uint8_t>>& payload) {
   Frames f;
@@ -214,10 +212,9 @@ int RunDriver(const std::string& transport, bool quick) {
   auto server_pub = ReadPublicKeyFile(tmp + "/server/node.pub");
   auto client_keys = ReadSecretKeyFile(tmp + "/client/node.key");
 
-  std::printf("transport_bench: %s, one DEALER->ROUTER hop between two processes\n",
-              transport.c_str());
-  std::printf("%-6s %-13s %10s %10s %10s %12s %10s\n", "mode", "frame", "rtt p50", "rtt p99",
-              "hop p50", "msgs/s", "MB/s");
+  std::printf("transport_bench: %s, one DEALER->ROUTER hop between two processes\n", transport.c_str());
+  std::printf("%-6s %-13s %10s %10s %10s %12s %10s\n", "mode", "frame", "rtt p50", "rtt p99", "hop p50", "msgs/s",
+              "MB/s");
   for (bool curve : {false, true}) {
     for (const Size& size : kSizes) {
       const bool big = size.bytes > 100000;
@@ -240,8 +237,8 @@ int RunDriver(const std::string& transport, bool quick) {
         return 1;
       }
       Figures f = Measure(**c, size.bytes, rounds, one_way);
-      std::printf("%-6s %-13s %8.1fus %8.1fus %8.1fus %12.0f %10.1f\n", curve ? "curve" : "plain",
-                  size.name, f.median_us, f.p99_us, f.median_us / 2, f.msgs_per_s, f.mb_per_s);
+      std::printf("%-6s %-13s %8.1fus %8.1fus %8.1fus %12.0f %10.1f\n", curve ? "curve" : "plain", size.name,
+                  f.median_us, f.p99_us, f.median_us / 2, f.msgs_per_s, f.mb_per_s);
       std::fflush(stdout);
     }
   }

@@ -44,14 +44,15 @@ struct JobClient::Impl {
 
   // The next envelope answering `request_id`, waiting at most `timeout_ms`;
   // `cancelled` (optional) is asked every 100 ms and ends the wait with kCancelled.
-  Result<v1::Envelope> Receive(uint64_t request_id, int timeout_ms,
-                               const std::function<bool()>& cancelled = nullptr) {
+  Result<v1::Envelope> Receive(uint64_t request_id, int timeout_ms, const std::function<bool()>& cancelled = nullptr) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     while (true) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) break;
       if (cancelled && cancelled()) return Status::Cancelled("the caller gave up waiting");
-      const int slice = cancelled ? static_cast<int>(std::min<int64_t>(left.count(), 100)) : static_cast<int>(left.count());
+      const int slice =
+          cancelled ? static_cast<int>(std::min<int64_t>(left.count(), 100)) : static_cast<int>(left.count());
       Result<transport::Frames> frames = connection->Receive(slice);
       if (!frames.ok()) {
         if (transport::IsWouldBlock(frames.status())) continue;  // the deadline ends the loop
@@ -159,12 +160,10 @@ Result<uint64_t> JobClient::Submit(const v1::JobSubmit& job) {
         m.job_id = answer.job_status().job_id();
         m.job_running = true;
         return m.job_id;
-      case v1::Envelope::kError:
-        return StatusFromError(answer.error());
+      case v1::Envelope::kError: return StatusFromError(answer.error());
       case v1::Envelope::kFinish:  // never before the acceptance
         return Status::Corrupt("a job finished before it was accepted");
-      default:
-        break;
+      default: break;
     }
   }
 }
@@ -185,8 +184,7 @@ Result<JobClient::Event> JobClient::Next(const std::function<bool()>& cancelled)
     }
     Event ev;
     switch (answer->body_case()) {
-      case v1::Envelope::kJobStatus:
-        break;  // JOB_QUEUED notices: keep waiting
+      case v1::Envelope::kJobStatus: break;  // JOB_QUEUED notices: keep waiting
       case v1::Envelope::kToken:
         ev.has_token = true;
         ev.token = std::move(*answer->mutable_token());
@@ -196,11 +194,8 @@ Result<JobClient::Event> JobClient::Next(const std::function<bool()>& cancelled)
         ev.has_finish = true;
         ev.finish = std::move(*answer->mutable_finish());
         return ev;
-      case v1::Envelope::kError:
-        m.job_running = false;
-        return StatusFromError(answer->error());
-      default:
-        break;
+      case v1::Envelope::kError: m.job_running = false; return StatusFromError(answer->error());
+      default: break;
     }
   }
 }

@@ -1,8 +1,8 @@
 #include "cluster/local_cluster.h"
 
-#include <nlohmann/json.hpp>
 #include <signal.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cstdlib>
@@ -12,8 +12,8 @@
 #include <sstream>
 #include <thread>
 
-#include "cluster/child_process.h"
 #include "client/job_client.h"
+#include "cluster/child_process.h"
 #include "cluster/node_config.h"
 #include "pipeline/format/model_source.h"
 #include "transport/keys.h"
@@ -90,8 +90,7 @@ Result<std::string> EnsureKeys(const std::string& dir, const std::string& id) {
 
 // {"pid", "node_endpoint", "job_endpoint"} from a node's ready file, waiting
 // for it; fails when the node dies first or the deadline passes.
-Status WaitReady(ClusterNode& node, const std::string& ready_file, const std::string& log,
-                 Clock::time_point deadline) {
+Status WaitReady(ClusterNode& node, const std::string& ready_file, const std::string& log, Clock::time_point deadline) {
   while (Clock::now() < deadline) {
     if (StopRequested()) return kInterrupted;
     int status = 0;
@@ -113,7 +112,8 @@ Status WaitReady(ClusterNode& node, const std::string& ready_file, const std::st
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  return Status::DeadlineExceeded("node " + node.id + " was not ready in time; last lines of " + log + ":\n" + LogTail(log));
+  return Status::DeadlineExceeded("node " + node.id + " was not ready in time; last lines of " + log + ":\n" +
+                                  LogTail(log));
 }
 
 }  // namespace
@@ -230,8 +230,8 @@ Status LocalCluster::Launch(const ClusterOptions& o) {
     const std::string config_path = dir_ + "/" + n.id + ".yaml";
     TROUPE_RETURN_IF_ERROR(WriteAtomically(config_path, NodeConfigToYaml(c)));
     fs::remove(c.ready_file, ec);
-    TROUPE_ASSIGN_OR_RETURN(n.pid, SpawnChild({o.troupe_binary, "node", "--config", config_path}, env,
-                                               dir_ + "/logs/" + n.id + ".log"));
+    TROUPE_ASSIGN_OR_RETURN(
+        n.pid, SpawnChild({o.troupe_binary, "node", "--config", config_path}, env, dir_ + "/logs/" + n.id + ".log"));
     return Status::Ok();
   };
   const Clock::time_point deadline =
@@ -281,9 +281,10 @@ Status LocalCluster::Launch(const ClusterOptions& o) {
     }
     if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
-  if (!ready) return Status::DeadlineExceeded("the ring did not answer within " +
-                                              std::to_string(static_cast<int>(o.ready_timeout_seconds)) +
-                                              " s: " + last.ToString());
+  if (!ready)
+    return Status::DeadlineExceeded("the ring did not answer within " +
+                                    std::to_string(static_cast<int>(o.ready_timeout_seconds)) +
+                                    " s: " + last.ToString());
   return WriteClusterJson(o);
 }
 

@@ -47,12 +47,12 @@ namespace troupe::cluster {
 struct ClusterOptions {
   int shards = 1;
   int replicas = 1;
-  std::string dir;        // empty: a new temporary directory
+  std::string dir;  // empty: a new temporary directory
   int base_port = 0;
   int http_port = 0;      // the head's HTTP API on 127.0.0.1; 0 = chosen by the OS; < 0 = none
   bool insecure = false;  // plain node links
   std::string model;
-  int threads = 0;        // per node; 0 = all cores
+  int threads = 0;                                    // per node; 0 = all cores
   uint64_t cache_budget_bytes = uint64_t{512} << 20;  // per shard node
   int max_batch_sessions = 0;
   double ready_timeout_seconds = 180;

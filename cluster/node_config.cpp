@@ -30,8 +30,7 @@ Status Read(const YAML::Node& node, const char* key, T* out, const std::string& 
   return Status::Ok();
 }
 
-Status ReadLayers(const YAML::Node& node, int64_t* begin, int64_t* end, bool* present,
-                  const std::string& what) {
+Status ReadLayers(const YAML::Node& node, int64_t* begin, int64_t* end, bool* present, const std::string& what) {
   const YAML::Node v = node["layers"];
   *present = false;
   if (!v) return Status::Ok();
@@ -52,10 +51,23 @@ Status ReadLayers(const YAML::Node& node, int64_t* begin, int64_t* end, bool* pr
   return Status::Ok();
 }
 
-const std::set<std::string> kTopKeys = {
-    "id",       "roles",   "layers",     "model",     "device",        "threads",
-    "cache_budget_mb", "cache_budget_bytes", "idle_timeout_seconds", "step_timeout_seconds", "max_batch_sessions",
-    "endpoints", "security", "head",      "peers",     "ready_file",    "parent_pid"};
+const std::set<std::string> kTopKeys = {"id",
+                                        "roles",
+                                        "layers",
+                                        "model",
+                                        "device",
+                                        "threads",
+                                        "cache_budget_mb",
+                                        "cache_budget_bytes",
+                                        "idle_timeout_seconds",
+                                        "step_timeout_seconds",
+                                        "max_batch_sessions",
+                                        "endpoints",
+                                        "security",
+                                        "head",
+                                        "peers",
+                                        "ready_file",
+                                        "parent_pid"};
 
 }  // namespace
 
@@ -86,15 +98,13 @@ Status ParseHostPort(const std::string& text, std::string* host, int* port) {
 }
 
 std::string BindSpelling(const std::string& endpoint) {
-  if (endpoint.size() > 2 && endpoint.compare(endpoint.size() - 2, 2, ":0") == 0 &&
-      endpoint.rfind("tcp://", 0) == 0) {
+  if (endpoint.size() > 2 && endpoint.compare(endpoint.size() - 2, 2, ":0") == 0 && endpoint.rfind("tcp://", 0) == 0) {
     return endpoint.substr(0, endpoint.size() - 1) + "*";
   }
   return endpoint;
 }
 
-Result<NodeConfig> ParseNodeConfig(const std::string& text, const std::string& base_dir,
-                                   const std::string& what) {
+Result<NodeConfig> ParseNodeConfig(const std::string& text, const std::string& base_dir, const std::string& what) {
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -214,8 +224,8 @@ std::string NodeConfigToYaml(const NodeConfig& c) {
   if (c.shard) out << "shard";
   out << YAML::EndSeq;
   if (c.shard) {
-    out << YAML::Key << "layers" << YAML::Value << YAML::Flow << YAML::BeginSeq << c.layer_begin
-        << c.layer_end << YAML::EndSeq;
+    out << YAML::Key << "layers" << YAML::Value << YAML::Flow << YAML::BeginSeq << c.layer_begin << c.layer_end
+        << YAML::EndSeq;
   }
   out << YAML::Key << "model" << YAML::Value << c.model;
   out << YAML::Key << "device" << YAML::Value << c.device;
@@ -248,8 +258,8 @@ std::string NodeConfigToYaml(const NodeConfig& c) {
         out << YAML::Key << "public_key" << YAML::Value << YAML::DoubleQuoted << p.public_key;
       }
       if (p.shard) {
-        out << YAML::Key << "layers" << YAML::Value << YAML::Flow << YAML::BeginSeq << p.layer_begin
-            << p.layer_end << YAML::EndSeq;
+        out << YAML::Key << "layers" << YAML::Value << YAML::Flow << YAML::BeginSeq << p.layer_begin << p.layer_end
+            << YAML::EndSeq;
       }
       out << YAML::EndMap;
     }

@@ -86,8 +86,7 @@ struct NodeConfig {
 
 Result<NodeConfig> LoadNodeConfig(const std::string& path);
 // `base_dir` resolves relative paths; `what` names the source in errors.
-Result<NodeConfig> ParseNodeConfig(const std::string& yaml, const std::string& base_dir,
-                                   const std::string& what);
+Result<NodeConfig> ParseNodeConfig(const std::string& yaml, const std::string& base_dir, const std::string& what);
 // The YAML text of `config` (what `cluster up` writes for its nodes).
 std::string NodeConfigToYaml(const NodeConfig& config);
 

@@ -9,7 +9,8 @@ thread_local std::string tl_client;
 }  // namespace
 
 ConnectionPool::ConnectionPool(size_t max_threads, size_t max_per_client, std::chrono::milliseconds idle_exit)
-    : max_threads_(std::max<size_t>(1, max_threads)), max_per_client_(std::max<size_t>(1, max_per_client)),
+    : max_threads_(std::max<size_t>(1, max_threads)),
+      max_per_client_(std::max<size_t>(1, max_per_client)),
       idle_exit_(idle_exit) {}
 
 ConnectionPool::~ConnectionPool() { shutdown(); }

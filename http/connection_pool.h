@@ -62,7 +62,7 @@ class ConnectionPool : public httplib::TaskQueue {
   std::deque<std::function<void()>> queue_;
   std::map<std::thread::id, std::thread> workers_;  // running, or exited and not yet joined
   std::vector<std::thread::id> exited_;             // left Work(); joined by ReapLocked
-  size_t idle_ = 0;                                  // workers waiting for a connection
+  size_t idle_ = 0;                                 // workers waiting for a connection
   bool shutdown_ = false;
   std::map<std::string, size_t> per_client_;
 };

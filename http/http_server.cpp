@@ -148,24 +148,24 @@ void HttpServer::Routes() {
     return httplib::Server::HandlerResponse::Handled;
   });
 
-  srv.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req,
-                                                                       httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;  // a handler's own error
-    ApiError e;
-    e.status = res.status;
-    e.type = res.status >= 500 ? "server_error" : "invalid_request_error";
-    if (res.status == 404) {
-      e.message = "unknown route: " + req.method + " " + req.path;
-      e.code = "not_found";
-    } else if (res.status == 413) {
-      e.message = "the request body exceeds " + std::to_string(options_.max_body_bytes) + " bytes";
-      e.code = "request_too_large";
-    } else {
-      e.message = StatusText(res.status);
-    }
-    SendError(res, e);
-    return httplib::Server::HandlerResponse::Handled;
-  }));
+  srv.set_error_handler(
+      httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;  // a handler's own error
+        ApiError e;
+        e.status = res.status;
+        e.type = res.status >= 500 ? "server_error" : "invalid_request_error";
+        if (res.status == 404) {
+          e.message = "unknown route: " + req.method + " " + req.path;
+          e.code = "not_found";
+        } else if (res.status == 413) {
+          e.message = "the request body exceeds " + std::to_string(options_.max_body_bytes) + " bytes";
+          e.code = "request_too_large";
+        } else {
+          e.message = StatusText(res.status);
+        }
+        SendError(res, e);
+        return httplib::Server::HandlerResponse::Handled;
+      }));
   srv.set_exception_handler([](const httplib::Request&, httplib::Response& res, const std::exception_ptr& ep) {
     ApiError e;
     e.status = 500;
@@ -192,8 +192,7 @@ void HttpServer::Routes() {
     if (!metrics.ok()) return SendError(res, Unavailable(metrics.status().message()));
     auto it = metrics->gauges().find(options_.node_id + "/route_ready");
     if (it == metrics->gauges().end() || it->second < 1) {
-      ApiError e = Unavailable("no route through every layer of the model (a shard span has no live node)",
-                               "NO_ROUTE");
+      ApiError e = Unavailable("no route through every layer of the model (a shard span has no live node)", "NO_ROUTE");
       json body = ErrorBody(e);
       body["status"] = "unavailable";
       return SendJson(res, 503, body);
@@ -216,12 +215,14 @@ void HttpServer::Routes() {
       ParsedRequest parsed;
       if (auto e = ParseRequest(kind, req.body, &parsed)) return SendError(res, *e);
       auto connected = options_.connect();
-      if (!connected.ok()) return SendError(res, Unavailable("cannot reach the job endpoint: " + connected.status().ToString()));
+      if (!connected.ok())
+        return SendError(res, Unavailable("cannot reach the job endpoint: " + connected.status().ToString()));
       std::shared_ptr<JobBackend> backend = std::move(*connected);
       auto job_id = backend->Submit(parsed.job);
       if (!job_id.ok()) return SendError(res, ErrorFromStatus(job_id.status()));
       ResponseMeta meta;
-      meta.id = std::string(kind == ApiKind::kChat ? "chatcmpl-" : "cmpl-") + RandomHex() + "-" + std::to_string(*job_id);
+      meta.id =
+          std::string(kind == ApiKind::kChat ? "chatcmpl-" : "cmpl-") + RandomHex() + "-" + std::to_string(*job_id);
       meta.created = Now();
       meta.model = options_.model_id;
       auto draining = [this] { return draining_.load(); };
@@ -232,8 +233,8 @@ void HttpServer::Routes() {
       if (!parsed.stream) {
         // Nothing is written until the answer is done: watch the socket to
         // notice a client that leaves meanwhile, and cancel its job.
-        std::optional<PeerWatch> peer = PeerWatch::Find(req.local_addr, req.local_port, req.remote_addr,
-                                                        req.remote_port);
+        std::optional<PeerWatch> peer =
+            PeerWatch::Find(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
         auto left = [this, &peer] { return draining_.load() || (peer && peer->Gone()); };
         std::string text;
         while (true) {

@@ -75,13 +75,13 @@ using BackendFactory = std::function<Result<std::unique_ptr<JobBackend>>()>;
 
 struct HttpServerOptions {
   std::string host = "127.0.0.1";
-  int port = 0;                      // 0: chosen by the OS (see HttpServer::port)
-  std::string model_id;              // what /v1/models lists and responses name
-  std::string node_id = "head";      // the gauge "<node_id>/route_ready" decides /health
+  int port = 0;                  // 0: chosen by the OS (see HttpServer::port)
+  std::string model_id;          // what /v1/models lists and responses name
+  std::string node_id = "head";  // the gauge "<node_id>/route_ready" decides /health
   size_t max_body_bytes = size_t{4} << 20;
-  size_t max_connections = 1024;           // worker threads; more connections wait for one
-  size_t max_connections_per_client = 256; // per remote address
-  int read_timeout_ms = 10000;             // silence while reading a request before the connection closes
+  size_t max_connections = 1024;            // worker threads; more connections wait for one
+  size_t max_connections_per_client = 256;  // per remote address
+  int read_timeout_ms = 10000;              // silence while reading a request before the connection closes
   BackendFactory connect;
 };
 

@@ -43,12 +43,16 @@ bool TooDeep(const std::string& body) {
   bool in_string = false, escaped = false;
   for (char c : body) {
     if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
       continue;
     }
-    if (c == '"') in_string = true;
+    if (c == '"')
+      in_string = true;
     else if (c == '[' || c == '{') {
       if (++depth > kMaxDepth) return true;
     } else if (c == ']' || c == '}') {
@@ -65,7 +69,8 @@ const json* Field(const json& body, const char* key) {
   return &*it;
 }
 
-std::optional<ApiError> ReadNumber(const json& body, const char* key, double lo, double hi, std::optional<double>* out) {
+std::optional<ApiError> ReadNumber(const json& body, const char* key, double lo, double hi,
+                                   std::optional<double>* out) {
   const json* v = Field(body, key);
   if (!v) return std::nullopt;
   if (!v->is_number()) return WrongType(key, "a number", *v);
@@ -77,7 +82,8 @@ std::optional<ApiError> ReadNumber(const json& body, const char* key, double lo,
   return std::nullopt;
 }
 
-std::optional<ApiError> ReadInt(const json& body, const char* key, int64_t lo, int64_t hi, std::optional<int64_t>* out) {
+std::optional<ApiError> ReadInt(const json& body, const char* key, int64_t lo, int64_t hi,
+                                std::optional<int64_t>* out) {
   const json* v = Field(body, key);
   if (!v) return std::nullopt;
   if (!v->is_number_integer()) return WrongType(key, "an integer", *v);
@@ -132,7 +138,8 @@ std::optional<ApiError> ParseMessages(const json& body, v1::JobSubmit* job) {
     const std::string param = "messages[" + std::to_string(i) + "]";
     if (!m.is_object()) return WrongType(param, "an object", m);
     auto role = m.find("role");
-    if (role == m.end() || role->is_null()) return Invalid(param + ".role", "is required", "missing_required_parameter");
+    if (role == m.end() || role->is_null())
+      return Invalid(param + ".role", "is required", "missing_required_parameter");
     if (!role->is_string()) return WrongType(param + ".role", "a string", *role);
     std::string r = role->get<std::string>();
     if (r == "developer") r = "system";  // OpenAI's newer name for the system role
@@ -167,9 +174,11 @@ std::optional<ApiError> ParsePrompt(const json& body, v1::JobSubmit* job) {
     job->set_prompt(v->get<std::string>());
   } else if (v->is_array()) {
     if (v->size() != 1 || !(*v)[0].is_string()) {
-      return Unsupported("prompt", "a list is accepted only when it holds exactly one string (batches and token "
-                                   "ids are not supported); got a list of " + std::to_string(v->size()) +
-                                   (v->empty() ? "" : std::string(" starting with a ") + (*v)[0].type_name()));
+      return Unsupported("prompt",
+                         "a list is accepted only when it holds exactly one string (batches and token "
+                         "ids are not supported); got a list of " +
+                             std::to_string(v->size()) +
+                             (v->empty() ? "" : std::string(" starting with a ") + (*v)[0].type_name()));
     }
     job->set_prompt((*v)[0].get<std::string>());
   } else {
@@ -246,7 +255,8 @@ std::optional<ApiError> ParseRequest(ApiKind kind, const std::string& body, Pars
   } catch (const json::parse_error& e) {
     return Invalid("", std::string("the body is not valid JSON: ") + e.what(), "invalid_json");
   }
-  if (!j.is_object()) return Invalid("", std::string("the body must be a JSON object, got ") + j.type_name(), "invalid_json");
+  if (!j.is_object())
+    return Invalid("", std::string("the body must be a JSON object, got ") + j.type_name(), "invalid_json");
   *out = ParsedRequest();
   v1::JobSubmit& job = out->job;
 
@@ -305,7 +315,8 @@ std::optional<ApiError> ParseRequest(ApiKind kind, const std::string& body, Pars
       stops.push_back(v->get<std::string>());
     } else if (v->is_array()) {
       if (v->size() > kMaxStops) {
-        return Invalid("stop", "at most " + std::to_string(kMaxStops) + " stop strings, got " + std::to_string(v->size()));
+        return Invalid("stop",
+                       "at most " + std::to_string(kMaxStops) + " stop strings, got " + std::to_string(v->size()));
       }
       for (const json& s : *v) {
         if (!s.is_string()) return WrongType("stop", "a string or a list of strings", s);
@@ -357,19 +368,13 @@ ApiError ErrorFromStatus(const Status& status) {
     case v1::NO_ROUTE:
     case v1::UNAVAILABLE:
     case v1::CACHE_FULL:
-    case v1::TIMEOUT:
-      e.status = 503;
-      break;
-    default:
-      e.status = 500;
-      break;
+    case v1::TIMEOUT: e.status = 503; break;
+    default: e.status = 500; break;
   }
   return e;
 }
 
-const char* FinishReasonName(v1::FinishReason reason) {
-  return reason == v1::FINISH_LENGTH ? "length" : "stop";
-}
+const char* FinishReasonName(v1::FinishReason reason) { return reason == v1::FINISH_LENGTH ? "length" : "stop"; }
 
 json Usage(const v1::Finish& f) {
   return json{{"prompt_tokens", f.prompt_tokens()},
@@ -380,8 +385,8 @@ json Usage(const v1::Finish& f) {
 namespace {
 
 json Envelope(ApiKind kind, const ResponseMeta& meta, bool chunk) {
-  const char* object = kind == ApiKind::kChat ? (chunk ? "chat.completion.chunk" : "chat.completion")
-                                              : "text_completion";
+  const char* object =
+      kind == ApiKind::kChat ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion";
   return json{{"id", meta.id}, {"object", object}, {"created", meta.created}, {"model", meta.model}};
 }
 
@@ -433,9 +438,10 @@ std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 std::string SseEvent(const json& j) { return "data: " + Dump(j) + "\n\n"; }
 
 json ModelList(const std::string& model_id, int64_t created) {
-  return json{{"object", "list"},
-              {"data", json::array({json{{"id", model_id}, {"object", "model"}, {"created", created},
-                                         {"owned_by", "troupe"}}})}};
+  return json{
+      {"object", "list"},
+      {"data",
+       json::array({json{{"id", model_id}, {"object", "model"}, {"created", created}, {"owned_by", "troupe"}}})}};
 }
 
 namespace {
@@ -452,10 +458,14 @@ std::string MetricName(const std::string& name) {
 std::string LabelValue(const std::string& v) {
   std::string out;
   for (char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out;
 }

@@ -81,8 +81,8 @@ nlohmann::json CompletionResponse(ApiKind kind, const ResponseMeta& meta, const 
                                   const v1::Finish& finish);
 // One stream chunk: `text` as delta (chat: delta.content; `role_only` sends
 // delta {role: assistant} instead), finish_reason null unless `finish`.
-nlohmann::json StreamChunk(ApiKind kind, const ResponseMeta& meta, const std::string& text,
-                           const v1::Finish* finish, bool role_only = false);
+nlohmann::json StreamChunk(ApiKind kind, const ResponseMeta& meta, const std::string& text, const v1::Finish* finish,
+                           bool role_only = false);
 // The include_usage chunk: choices [] and usage.
 nlohmann::json UsageChunk(ApiKind kind, const ResponseMeta& meta, const v1::Finish& finish);
 // "data: <json>\n\n" (invalid UTF-8 replaced).

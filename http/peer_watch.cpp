@@ -6,8 +6,8 @@
 
 namespace troupe::http {
 
-std::optional<PeerWatch> PeerWatch::Find(const std::string& local_addr, int local_port,
-                                         const std::string& remote_addr, int remote_port) {
+std::optional<PeerWatch> PeerWatch::Find(const std::string& local_addr, int local_port, const std::string& remote_addr,
+                                         int remote_port) {
   const int fd = FindConnectedSocket(local_addr, local_port, remote_addr, remote_port);
   if (fd < 0) return std::nullopt;
   return PeerWatch(fd);

@@ -20,8 +20,8 @@ class PeerWatch {
  public:
   // The watch of the connection local_addr:local_port <-> remote_addr:remote_port;
   // nullopt when no such socket is open in this process.
-  static std::optional<PeerWatch> Find(const std::string& local_addr, int local_port,
-                                       const std::string& remote_addr, int remote_port);
+  static std::optional<PeerWatch> Find(const std::string& local_addr, int local_port, const std::string& remote_addr,
+                                       int remote_port);
 
   // True once the peer has closed or half-closed the connection, or it failed.
   // A client that half-closes after sending its request counts as gone.

@@ -14,8 +14,7 @@ namespace troupe::http {
 
 // The TCP socket connected local_addr:local_port <-> remote_addr:remote_port
 // (IPv4, IPv6 or IPv4-mapped text forms), or -1.
-int FindConnectedSocket(const std::string& local_addr, int local_port, const std::string& remote_addr,
-                        int remote_port);
+int FindConnectedSocket(const std::string& local_addr, int local_port, const std::string& remote_addr, int remote_port);
 
 // The listening TCP socket bound to `port` (any address), or -1.
 int FindListeningSocket(int port);

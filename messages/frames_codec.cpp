@@ -8,8 +8,7 @@
 
 namespace troupe {
 
-WireResult<Received> DecodeFrames(transport::Frames& frames, const DecodeLimits& limits,
-                                  RejectCounters* rejects) {
+WireResult<Received> DecodeFrames(transport::Frames& frames, const DecodeLimits& limits, RejectCounters* rejects) {
   std::vector<FrameRef> refs;
   refs.reserve(frames.size());
   for (size_t i = 0; i < frames.size(); ++i) {

@@ -26,8 +26,7 @@ struct Received {
 
 // Decodes and validates (messages/ DecodeMessage) and counts rejections.
 // Consumes `frames`.
-WireResult<Received> DecodeFrames(transport::Frames& frames, const DecodeLimits& limits,
-                                  RejectCounters* rejects);
+WireResult<Received> DecodeFrames(transport::Frames& frames, const DecodeLimits& limits, RejectCounters* rejects);
 
 // Encodes `envelope` (stamping the protocol version) and, when `tensor` is
 // defined (only for a Step), its f32 frame.

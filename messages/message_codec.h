@@ -50,11 +50,9 @@ struct InboundMessage {
 // Stamps kProtocolVersion, writes tensor->Desc() into the Step's `tensor`
 // (clearing it when there is no tensor) and encodes the header. INTERNAL when
 // a tensor is given for a body other than a Step.
-WireResult<OutboundMessage> EncodeMessage(v1::Envelope envelope,
-                                          std::optional<TensorFrame> tensor = std::nullopt);
+WireResult<OutboundMessage> EncodeMessage(v1::Envelope envelope, std::optional<TensorFrame> tensor = std::nullopt);
 
-WireResult<InboundMessage> DecodeMessage(const FrameRef* frames, size_t count,
-                                         const DecodeLimits& limits,
+WireResult<InboundMessage> DecodeMessage(const FrameRef* frames, size_t count, const DecodeLimits& limits,
                                          RejectCounters* rejects = nullptr);
 
 }  // namespace troupe

@@ -18,9 +18,9 @@ constexpr int kMaxTensorRank = 4;
 constexpr int64_t kMaxTensorDim = int64_t{1} << 31;
 
 struct DecodeLimits {
-  size_t max_header_bytes = size_t{4} << 20;   // 4 MiB: long prompts and chats
-  size_t max_tensor_bytes = size_t{1} << 30;   // 1 GiB: all-position logits
-  bool reject_non_finite = true;               // NaN/Inf in a tensor -> NON_FINITE
+  size_t max_header_bytes = size_t{4} << 20;  // 4 MiB: long prompts and chats
+  size_t max_tensor_bytes = size_t{1} << 30;  // 1 GiB: all-position logits
+  bool reject_non_finite = true;              // NaN/Inf in a tensor -> NON_FINITE
 };
 
 }  // namespace troupe

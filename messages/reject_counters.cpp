@@ -13,9 +13,7 @@ size_t RejectCounters::Slot(v1::ErrorCode code) {
   return c > 0 && static_cast<size_t>(c) < kSlots ? static_cast<size_t>(c) : 0;
 }
 
-void RejectCounters::Count(v1::ErrorCode code) {
-  counts_[Slot(code)].fetch_add(1, std::memory_order_relaxed);
-}
+void RejectCounters::Count(v1::ErrorCode code) { counts_[Slot(code)].fetch_add(1, std::memory_order_relaxed); }
 
 uint64_t RejectCounters::Get(v1::ErrorCode code) const {
   if (Slot(code) == 0 && code != v1::ERROR_CODE_UNSPECIFIED) return 0;

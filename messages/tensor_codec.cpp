@@ -17,8 +17,7 @@ namespace {
 
 // The scalar type whose in-memory layout is exactly the wire dtype's, if any.
 bool SameLayout(at::ScalarType type, v1::Dtype dtype) {
-  return (dtype == v1::DTYPE_F32 && type == at::kFloat) ||
-         (dtype == v1::DTYPE_BF16 && type == at::kBFloat16) ||
+  return (dtype == v1::DTYPE_F32 && type == at::kFloat) || (dtype == v1::DTYPE_BF16 && type == at::kBFloat16) ||
          (dtype == v1::DTYPE_F16 && type == at::kHalf);
 }
 
@@ -52,8 +51,7 @@ WireResult<TensorFrame> EncodeTensor(const at::Tensor& tensor, v1::Dtype dtype) 
     return WireError{v1::BAD_TENSOR, "cannot encode a tensor of rank " + std::to_string(tensor.dim())};
   }
   try {
-    if (tensor.device().is_cpu() && tensor.is_contiguous() &&
-        SameLayout(tensor.scalar_type(), dtype)) {
+    if (tensor.device().is_cpu() && tensor.is_contiguous() && SameLayout(tensor.scalar_type(), dtype)) {
       return FrameOverTensor(tensor, dtype);
     }
     const at::Tensor values = tensor.to(at::kCPU, at::kFloat).contiguous();
@@ -85,8 +83,7 @@ WireResult<at::Tensor> DecodeTensor(const TensorFrame& frame) {
 }
 
 WireResult<at::Tensor> DecodeTensor(const v1::TensorDesc& desc, const void* data, size_t size,
-                                    std::shared_ptr<const void> owner,
-                                    const DecodeLimits& limits) {
+                                    std::shared_ptr<const void> owner, const DecodeLimits& limits) {
   WireResult<TensorFrame> frame = MakeTensorFrame(desc, data, size, std::move(owner), limits);
   if (!frame.ok()) return frame.error();
   return DecodeTensor(*frame);

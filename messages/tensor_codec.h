@@ -48,7 +48,6 @@ WireResult<at::Tensor> DecodeTensor(const TensorFrame& frame);
 
 // Validates (MakeTensorFrame with `limits`) and decodes raw bytes.
 WireResult<at::Tensor> DecodeTensor(const v1::TensorDesc& desc, const void* data, size_t size,
-                                    std::shared_ptr<const void> owner,
-                                    const DecodeLimits& limits = DecodeLimits());
+                                    std::shared_ptr<const void> owner, const DecodeLimits& limits = DecodeLimits());
 
 }  // namespace troupe

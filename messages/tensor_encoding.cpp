@@ -14,8 +14,7 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "frames are little-endi
 namespace troupe {
 namespace {
 
-static_assert(sizeof(BlockQ8_0) == kInt8BlockBytes && kQk == kInt8BlockValues,
-              "INT8_BLOCK32 is the ggml Q8_0 block");
+static_assert(sizeof(BlockQ8_0) == kInt8BlockBytes && kQk == kInt8BlockValues, "INT8_BLOCK32 is the ggml Q8_0 block");
 
 // Values per chunk of the non-finite scan: a branch-free pass per chunk
 // (vectorizable), then an exact search only in a chunk that has a hit.
@@ -52,15 +51,15 @@ std::optional<WireError> EncodeInt8(const float* src, int64_t numel, uint8_t* ds
     float amax = 0.0f;
     for (int64_t j = 0; j < n; ++j) {
       if (!std::isfinite(x[j])) {
-        return Error(v1::NON_FINITE, "value " + std::to_string(x[j]) + " at index " +
-                                         std::to_string(begin + j) + " has no int8_block32 encoding");
+        return Error(v1::NON_FINITE, "value " + std::to_string(x[j]) + " at index " + std::to_string(begin + j) +
+                                         " has no int8_block32 encoding");
       }
       amax = std::max(amax, std::fabs(x[j]));
     }
     const std::optional<uint16_t> d_bits = Fp16RoundUp(amax / 127.0f);
     if (!d_bits) {
-      return Error(v1::BAD_TENSOR, "block at index " + std::to_string(begin) + " has max |x| = " +
-                                       std::to_string(amax) + ": its int8 scale overflows f16");
+      return Error(v1::BAD_TENSOR, "block at index " + std::to_string(begin) +
+                                       " has max |x| = " + std::to_string(amax) + ": its int8 scale overflows f16");
     }
     const float d = Fp16ToFp32(*d_bits);
     Store16(dst, *d_bits);
@@ -105,10 +104,8 @@ bool DtypeKnown(v1::Dtype dtype) {
     case v1::DTYPE_F32:
     case v1::DTYPE_BF16:
     case v1::DTYPE_F16:
-    case v1::DTYPE_INT8_BLOCK32:
-      return true;
-    default:
-      return false;
+    case v1::DTYPE_INT8_BLOCK32: return true;
+    default: return false;
   }
 }
 
@@ -138,8 +135,7 @@ std::optional<size_t> EncodedBytes(v1::Dtype dtype, int64_t numel) {
     default: return std::nullopt;
   }
   uint64_t bytes = 0;
-  if (__builtin_mul_overflow(units, unit_bytes, &bytes) ||
-      bytes > std::numeric_limits<size_t>::max()) {
+  if (__builtin_mul_overflow(units, unit_bytes, &bytes) || bytes > std::numeric_limits<size_t>::max()) {
     return std::nullopt;
   }
   return static_cast<size_t>(bytes);
@@ -157,16 +153,14 @@ std::optional<WireError> EncodeValues(v1::Dtype dtype, const float* src, int64_t
       for (int64_t i = 0; i < numel; ++i) {
         const uint16_t h = Fp32ToFp16(src[i]);
         if ((h & 0x7C00u) == 0x7C00u && std::isfinite(src[i])) {
-          return Error(v1::BAD_TENSOR, "value " + std::to_string(src[i]) + " at index " +
-                                           std::to_string(i) + " overflows f16 (max 65504)");
+          return Error(v1::BAD_TENSOR, "value " + std::to_string(src[i]) + " at index " + std::to_string(i) +
+                                           " overflows f16 (max 65504)");
         }
         Store16(dst + 2 * i, h);
       }
       return std::nullopt;
-    case v1::DTYPE_INT8_BLOCK32:
-      return EncodeInt8(src, numel, dst);
-    default:
-      return Error(v1::BAD_TENSOR, "cannot encode to unknown " + DtypeName(dtype));
+    case v1::DTYPE_INT8_BLOCK32: return EncodeInt8(src, numel, dst);
+    default: return Error(v1::BAD_TENSOR, "cannot encode to unknown " + DtypeName(dtype));
   }
 }
 
@@ -181,29 +175,22 @@ void DecodeValues(v1::Dtype dtype, const uint8_t* src, int64_t numel, float* dst
     case v1::DTYPE_F16:
       for (int64_t i = 0; i < numel; ++i) dst[i] = Fp16ToFp32(Load16(src + 2 * i));
       return;
-    case v1::DTYPE_INT8_BLOCK32:
-      DecodeInt8(src, numel, dst);
-      return;
-    default:
-      return;
+    case v1::DTYPE_INT8_BLOCK32: DecodeInt8(src, numel, dst); return;
+    default: return;
   }
 }
 
 int64_t FindNonFinite(v1::Dtype dtype, const uint8_t* src, int64_t numel) {
   switch (dtype) {
-    case v1::DTYPE_F32:
-      return FindAllOnes<uint32_t, Load32>(src, numel, 0x7F800000u);
-    case v1::DTYPE_BF16:
-      return FindAllOnes<uint16_t, Load16>(src, numel, 0x7F80u);
-    case v1::DTYPE_F16:
-      return FindAllOnes<uint16_t, Load16>(src, numel, 0x7C00u);
+    case v1::DTYPE_F32: return FindAllOnes<uint32_t, Load32>(src, numel, 0x7F800000u);
+    case v1::DTYPE_BF16: return FindAllOnes<uint16_t, Load16>(src, numel, 0x7F80u);
+    case v1::DTYPE_F16: return FindAllOnes<uint16_t, Load16>(src, numel, 0x7C00u);
     case v1::DTYPE_INT8_BLOCK32:
       for (int64_t begin = 0; begin < numel; begin += kInt8BlockValues, src += kInt8BlockBytes) {
         if ((Load16(src) & 0x7C00u) == 0x7C00u) return begin;
       }
       return -1;
-    default:
-      return -1;
+    default: return -1;
   }
 }
 

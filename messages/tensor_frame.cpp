@@ -39,19 +39,15 @@ v1::TensorDesc TensorFrame::Desc() const {
 
 void* TensorFrame::NewFreeHint() const { return new std::shared_ptr<const void>(owner); }
 
-void TensorFrame::FreeHint(void* /*data*/, void* hint) {
-  delete static_cast<std::shared_ptr<const void>*>(hint);
-}
+void TensorFrame::FreeHint(void* /*data*/, void* hint) { delete static_cast<std::shared_ptr<const void>*>(hint); }
 
-WireResult<int64_t> ValidateTensorDesc(const v1::TensorDesc& desc, size_t frame_size,
-                                       size_t max_bytes) {
+WireResult<int64_t> ValidateTensorDesc(const v1::TensorDesc& desc, size_t frame_size, size_t max_bytes) {
   if (!DtypeKnown(desc.dtype())) {
     return BadTensor("unknown tensor " + DtypeName(desc.dtype()));
   }
   const int rank = desc.shape_size();
   if (rank < 1 || rank > kMaxTensorRank) {
-    return BadTensor("tensor rank " + std::to_string(rank) + " outside [1, " +
-                     std::to_string(kMaxTensorRank) + "]");
+    return BadTensor("tensor rank " + std::to_string(rank) + " outside [1, " + std::to_string(kMaxTensorRank) + "]");
   }
   // With every dim <= 2^31 and rank <= 4 the product can still overflow
   // int64, so it is checked step by step against what max_bytes allows.
@@ -65,27 +61,22 @@ WireResult<int64_t> ValidateTensorDesc(const v1::TensorDesc& desc, size_t frame_
     }
     if (!too_big && __builtin_mul_overflow(numel, d, &numel)) too_big = true;
   }
-  const std::optional<size_t> encoded =
-      too_big ? std::nullopt : EncodedBytes(desc.dtype(), numel);
+  const std::optional<size_t> encoded = too_big ? std::nullopt : EncodedBytes(desc.dtype(), numel);
   const size_t bytes = encoded.value_or(SIZE_MAX);
   const std::string what = "tensor " + ShapeString(desc.shape()) + " " + DtypeName(desc.dtype());
   if (!encoded || bytes > max_bytes) {
-    return WireError{v1::OVERSIZED, what + " exceeds the " + std::to_string(max_bytes) +
-                                        "-byte tensor limit"};
+    return WireError{v1::OVERSIZED, what + " exceeds the " + std::to_string(max_bytes) + "-byte tensor limit"};
   }
   if (bytes != frame_size) {
-    return BadTensor(what + " needs " + std::to_string(bytes) + " bytes, frame has " +
-                     std::to_string(frame_size));
+    return BadTensor(what + " needs " + std::to_string(bytes) + " bytes, frame has " + std::to_string(frame_size));
   }
   return numel;
 }
 
 WireResult<TensorFrame> MakeTensorFrame(const v1::TensorDesc& desc, const void* data, size_t size,
-                                        std::shared_ptr<const void> owner,
-                                        const DecodeLimits& limits) {
+                                        std::shared_ptr<const void> owner, const DecodeLimits& limits) {
   if (size > limits.max_tensor_bytes) {
-    return WireError{v1::OVERSIZED, "tensor frame of " + std::to_string(size) +
-                                        " bytes exceeds the " +
+    return WireError{v1::OVERSIZED, "tensor frame of " + std::to_string(size) + " bytes exceeds the " +
                                         std::to_string(limits.max_tensor_bytes) + "-byte limit"};
   }
   WireResult<int64_t> numel = ValidateTensorDesc(desc, size, limits.max_tensor_bytes);
@@ -94,9 +85,8 @@ WireResult<TensorFrame> MakeTensorFrame(const v1::TensorDesc& desc, const void* 
   if (limits.reject_non_finite) {
     const int64_t bad = FindNonFinite(desc.dtype(), bytes, *numel);
     if (bad >= 0) {
-      return WireError{v1::NON_FINITE, "tensor " + ShapeString(desc.shape()) + " " +
-                                           DtypeName(desc.dtype()) + " has NaN or Inf at index " +
-                                           std::to_string(bad)};
+      return WireError{v1::NON_FINITE, "tensor " + ShapeString(desc.shape()) + " " + DtypeName(desc.dtype()) +
+                                           " has NaN or Inf at index " + std::to_string(bad)};
     }
   }
   TensorFrame frame;
@@ -108,8 +98,7 @@ WireResult<TensorFrame> MakeTensorFrame(const v1::TensorDesc& desc, const void* 
   return frame;
 }
 
-WireResult<TensorFrame> EncodeTensorFrame(v1::Dtype dtype, const std::vector<int64_t>& shape,
-                                          const float* values) {
+WireResult<TensorFrame> EncodeTensorFrame(v1::Dtype dtype, const std::vector<int64_t>& shape, const float* values) {
   v1::TensorDesc desc;
   desc.set_dtype(dtype);
   for (int64_t d : shape) desc.add_shape(d);

@@ -30,7 +30,7 @@ struct TensorFrame {
   v1::Dtype dtype = v1::DTYPE_UNSPECIFIED;
   std::vector<int64_t> shape;  // row-major, rank 1..kMaxTensorRank
   const uint8_t* data = nullptr;
-  size_t size = 0;                     // bytes, == EncodedBytes(dtype, numel())
+  size_t size = 0;                    // bytes, == EncodedBytes(dtype, numel())
   std::shared_ptr<const void> owner;  // keeps data alive; null = borrowed
 
   int64_t numel() const;  // -1 if the product overflows int64
@@ -47,22 +47,19 @@ struct TensorFrame {
 // [1, kMaxTensorRank] and every dim in [1, kMaxTensorDim], else BAD_TENSOR;
 // frame_size == EncodedBytes(dtype, numel) exactly, else BAD_TENSOR (a
 // description implying more than max_bytes is OVERSIZED).
-WireResult<int64_t> ValidateTensorDesc(const v1::TensorDesc& desc, size_t frame_size,
-                                       size_t max_bytes);
+WireResult<int64_t> ValidateTensorDesc(const v1::TensorDesc& desc, size_t frame_size, size_t max_bytes);
 
 // Builds a frame over (data, size) described by desc: ValidateTensorDesc,
 // then, with limits.reject_non_finite, NON_FINITE naming the first NaN/Inf
 // index. `size` above limits.max_tensor_bytes is OVERSIZED before anything
 // else is looked at. Does not copy: the result shares `owner`.
 WireResult<TensorFrame> MakeTensorFrame(const v1::TensorDesc& desc, const void* data, size_t size,
-                                        std::shared_ptr<const void> owner,
-                                        const DecodeLimits& limits);
+                                        std::shared_ptr<const void> owner, const DecodeLimits& limits);
 
 // Encodes fp32 values of the given shape into a new owned frame (validated
 // like an inbound frame, without the non-finite check). Errors: BAD_TENSOR
 // for a bad shape or dtype, and the EncodeValues errors.
-WireResult<TensorFrame> EncodeTensorFrame(v1::Dtype dtype, const std::vector<int64_t>& shape,
-                                          const float* values);
+WireResult<TensorFrame> EncodeTensorFrame(v1::Dtype dtype, const std::vector<int64_t>& shape, const float* values);
 
 // The frame's values as fp32 (numel() of them). Precondition: a frame built
 // by MakeTensorFrame or EncodeTensorFrame.

@@ -15,43 +15,22 @@ Status WireError::ToStatus() const {
     case v1::BAD_HEADER:
     case v1::BAD_FRAMES:
     case v1::BAD_TENSOR:
-    case v1::NON_FINITE:
-      status_code = StatusCode::kCorrupt;
-      break;
+    case v1::NON_FINITE: status_code = StatusCode::kCorrupt; break;
     case v1::UNKNOWN_TYPE:
     case v1::VERSION_MISMATCH:
-    case v1::WRONG_MODEL:
-      status_code = StatusCode::kUnsupported;
-      break;
-    case v1::OVERSIZED:
-      status_code = StatusCode::kOutOfRange;
-      break;
-    case v1::CACHE_FULL:
-      status_code = StatusCode::kResourceExhausted;
-      break;
+    case v1::WRONG_MODEL: status_code = StatusCode::kUnsupported; break;
+    case v1::OVERSIZED: status_code = StatusCode::kOutOfRange; break;
+    case v1::CACHE_FULL: status_code = StatusCode::kResourceExhausted; break;
     case v1::BAD_REQUEST:
-    case v1::SESSION_EXISTS:
-      status_code = StatusCode::kInvalidArgument;
-      break;
+    case v1::SESSION_EXISTS: status_code = StatusCode::kInvalidArgument; break;
     case v1::UNKNOWN_SESSION:
     case v1::UNKNOWN_JOB:
-    case v1::NO_ROUTE:
-      status_code = StatusCode::kNotFound;
-      break;
-    case v1::TIMEOUT:
-      status_code = StatusCode::kDeadlineExceeded;
-      break;
-    case v1::CANCELLED:
-      status_code = StatusCode::kCancelled;
-      break;
-    case v1::UNAVAILABLE:
-      status_code = StatusCode::kUnavailable;
-      break;
-    case v1::UNAUTHENTICATED:
-      status_code = StatusCode::kIoError;
-      break;
-    default:
-      break;
+    case v1::NO_ROUTE: status_code = StatusCode::kNotFound; break;
+    case v1::TIMEOUT: status_code = StatusCode::kDeadlineExceeded; break;
+    case v1::CANCELLED: status_code = StatusCode::kCancelled; break;
+    case v1::UNAVAILABLE: status_code = StatusCode::kUnavailable; break;
+    case v1::UNAUTHENTICATED: status_code = StatusCode::kIoError; break;
+    default: break;
   }
   return Status(status_code, ToString(), static_cast<int>(code));
 }

@@ -71,7 +71,7 @@ v1::ErrorCode WireCodeOf(const Status& status);
 template <class T>
 class [[nodiscard]] WireResult {
  public:
-  WireResult(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
+  WireResult(T value) : v_(std::move(value)) {}          // NOLINT: implicit by design
   WireResult(WireError error) : v_(std::move(error)) {}  // NOLINT
 
   bool ok() const { return std::holds_alternative<T>(v_); }

@@ -23,15 +23,15 @@ struct RopeScaling {
 
 struct ModelConfig {
   std::string architecture = "llama";
-  std::string name;            // human-readable, for logs
+  std::string name;  // human-readable, for logs
   int64_t n_layers = 0;
-  int64_t hidden = 0;          // model width (embedding length)
+  int64_t hidden = 0;  // model width (embedding length)
   int64_t n_heads = 0;
-  int64_t n_kv_heads = 0;      // grouped-query attention: n_heads % n_kv_heads == 0
-  int64_t head_dim = 0;        // usually hidden / n_heads
-  int64_t intermediate = 0;    // SwiGLU feed-forward width
+  int64_t n_kv_heads = 0;    // grouped-query attention: n_heads % n_kv_heads == 0
+  int64_t head_dim = 0;      // usually hidden / n_heads
+  int64_t intermediate = 0;  // SwiGLU feed-forward width
   int64_t vocab = 0;
-  int64_t max_positions = 0;   // context length the model was trained for
+  int64_t max_positions = 0;  // context length the model was trained for
   float rms_eps = 1e-5f;
   float rope_theta = 10000.0f;
   RopeScaling rope_scaling;

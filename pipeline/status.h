@@ -24,14 +24,14 @@ namespace troupe {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,  // the caller passed something unusable
-  kNotFound,         // a file, tensor, key or token that is not there
-  kCorrupt,          // a file or message whose bytes contradict its format
-  kUnsupported,      // well-formed but outside what Troupe implements
-  kIoError,          // the operating system refused (open, mmap, read)
-  kOutOfRange,       // a position or size limit was passed: a prompt longer
-                     // than the context, metadata too large to hold
-  kInternal,         // a bug or an exception from a library below us
+  kInvalidArgument,    // the caller passed something unusable
+  kNotFound,           // a file, tensor, key or token that is not there
+  kCorrupt,            // a file or message whose bytes contradict its format
+  kUnsupported,        // well-formed but outside what Troupe implements
+  kIoError,            // the operating system refused (open, mmap, read)
+  kOutOfRange,         // a position or size limit was passed: a prompt longer
+                       // than the context, metadata too large to hold
+  kInternal,           // a bug or an exception from a library below us
   kResourceExhausted,  // a cache is full: a KV cache that cannot be
                        // allocated, a session outgrowing its reserved positions
   kUnavailable,        // not now, retry later: would block (backpressure),
@@ -82,7 +82,7 @@ class [[nodiscard]] Status {
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}                // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}                                              // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) { assert(!std::get<Status>(v_).ok()); }  // NOLINT
 
   bool ok() const { return std::holds_alternative<T>(v_); }
@@ -104,17 +104,16 @@ class [[nodiscard]] Result {
 }  // namespace troupe
 
 // Returns early from the enclosing function when `expr` (a Status) is not ok.
-#define TROUPE_RETURN_IF_ERROR(expr)         \
-  do {                                       \
-    ::troupe::Status _st = (expr);           \
-    if (!_st.ok()) return _st;               \
+#define TROUPE_RETURN_IF_ERROR(expr) \
+  do {                               \
+    ::troupe::Status _st = (expr);   \
+    if (!_st.ok()) return _st;       \
   } while (0)
 
 #define TROUPE_CONCAT_INNER(a, b) a##b
 #define TROUPE_CONCAT(a, b) TROUPE_CONCAT_INNER(a, b)
 // `TROUPE_ASSIGN_OR_RETURN(auto x, MakeX());` — unwraps a Result or returns its Status.
-#define TROUPE_ASSIGN_OR_RETURN(decl, expr) \
-  TROUPE_ASSIGN_OR_RETURN_IMPL(TROUPE_CONCAT(_res_, __LINE__), decl, expr)
+#define TROUPE_ASSIGN_OR_RETURN(decl, expr) TROUPE_ASSIGN_OR_RETURN_IMPL(TROUPE_CONCAT(_res_, __LINE__), decl, expr)
 #define TROUPE_ASSIGN_OR_RETURN_IMPL(tmp, decl, expr) \
   auto tmp = (expr);                                  \
   if (!tmp.ok()) return tmp.status();                 \

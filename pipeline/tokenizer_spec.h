@@ -20,17 +20,17 @@ enum class TokenType : int32_t {
 };
 
 struct TokenizerSpec {
-  std::string model = "gpt2";       // tokenizer.ggml.model; only byte-level BPE ("gpt2") is supported
-  std::string pre = "default";      // pre-tokenizer family: "smollm", "gpt2", "llama-bpe", ...
-  std::vector<std::string> tokens;  // id -> token text in GPT-2 byte->unicode form
+  std::string model = "gpt2";          // tokenizer.ggml.model; only byte-level BPE ("gpt2") is supported
+  std::string pre = "default";         // pre-tokenizer family: "smollm", "gpt2", "llama-bpe", ...
+  std::vector<std::string> tokens;     // id -> token text in GPT-2 byte->unicode form
   std::vector<TokenType> token_types;  // same length as tokens (kNormal when absent)
-  std::vector<std::string> merges;  // "a b", rank = index
+  std::vector<std::string> merges;     // "a b", rank = index
   int32_t bos_id = -1;
   int32_t eos_id = -1;
-  int32_t eot_id = -1;              // end-of-turn (Llama-3 <|eot_id|>), -1 if none
+  int32_t eot_id = -1;  // end-of-turn (Llama-3 <|eot_id|>), -1 if none
   int32_t pad_id = -1;
-  bool add_bos = false;             // prepend BOS when encoding a prompt
-  std::string chat_template;        // Jinja source from the model, may be empty
+  bool add_bos = false;       // prepend BOS when encoding a prompt
+  std::string chat_template;  // Jinja source from the model, may be empty
 };
 
 }  // namespace troupe

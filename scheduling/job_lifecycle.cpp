@@ -53,8 +53,8 @@ Actions JobLifecycle::Submit(uint64_t job_id, const Origin& client, uint64_t req
   Actions out;
   Result<std::vector<Span>> spans = registry_.Route(config_.n_layers, now);
   if (!spans.ok()) {
-    out.push_back(Reply{client, ErrorEnvelope(v1::NO_ROUTE, spans.status().message(), config_.node_id, 0, request_id,
-                                           job_id)});
+    out.push_back(
+        Reply{client, ErrorEnvelope(v1::NO_ROUTE, spans.status().message(), config_.node_id, 0, request_id, job_id)});
     return out;
   }
   Job job;
@@ -152,7 +152,7 @@ Actions JobLifecycle::Cancel(const Origin& from, uint64_t request_id, uint64_t j
   auto it = job_sessions_.find(job_id);
   if (it == job_sessions_.end()) {
     out.push_back(Reply{from, ErrorEnvelope(v1::UNKNOWN_JOB, "no job " + std::to_string(job_id), config_.node_id, 0,
-                                         request_id, job_id)});
+                                            request_id, job_id)});
     return out;
   }
   const uint64_t sid = it->second;
@@ -175,7 +175,7 @@ Actions JobLifecycle::Shutdown() {
   // Nobody waits in vain: every job still running gets an answer.
   for (const auto& [sid, job] : jobs_) {
     out.push_back(Reply{job.client, ErrorEnvelope(v1::UNAVAILABLE, "the head is shutting down", config_.node_id, sid,
-                                               job.request_id, job.job_id)});
+                                                  job.request_id, job.job_id)});
   }
   jobs_.clear();
   job_sessions_.clear();
@@ -330,10 +330,10 @@ void JobLifecycle::Reroute(uint64_t sid, const std::string& dead, const std::str
   const std::string lost = "node '" + dead + "' on the session's route " + how;
   Job& job = it->second;
   if (job.reroutes >= config_.max_reroutes) {
-    return Fail(sid,
-                HeadError(v1::UNAVAILABLE, lost + " (" + std::to_string(config_.max_reroutes) +
-                                               " route changes already)", sid),
-                now, out);
+    return Fail(
+        sid,
+        HeadError(v1::UNAVAILABLE, lost + " (" + std::to_string(config_.max_reroutes) + " route changes already)", sid),
+        now, out);
   }
   CloseOnShards(job, out, dead);
   job.state = job.sampler_holds ? JobState::kRerouting : JobState::kOpening;
@@ -372,10 +372,11 @@ Actions JobLifecycle::Tick(Clock::time_point now) {
   }
   for (uint64_t sid : expired) {  // End, not Fail: Fail ignores a queued job's CACHE_FULL (same round)
     End(sid,
-         HeadError(v1::CACHE_FULL,
-                   "waited " + std::to_string(Seconds(config_.queue_timeout)) + " s for KV cache that other sessions hold",
-                   sid),
-         now, out);
+        HeadError(
+            v1::CACHE_FULL,
+            "waited " + std::to_string(Seconds(config_.queue_timeout)) + " s for KV cache that other sessions hold",
+            sid),
+        now, out);
   }
   DispatchQueued(now, out);
   return out;
@@ -388,7 +389,7 @@ Actions JobLifecycle::Status(const Origin& from, uint64_t request_id, uint64_t j
   auto it = job_sessions_.find(job_id);
   if (it == job_sessions_.end()) {
     out.push_back(Reply{from, ErrorEnvelope(v1::UNKNOWN_JOB, "no job " + std::to_string(job_id), config_.node_id, 0,
-                                         request_id, job_id)});
+                                            request_id, job_id)});
     return out;
   }
   const Job& job = jobs_.at(it->second);

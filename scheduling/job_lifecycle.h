@@ -70,11 +70,11 @@
 #include <string>
 #include <vector>
 
+#include "messages/origin.h"
 #include "messages/troupe.pb.h"
 #include "pipeline/sampling/sampling_params.h"
 #include "scheduling/actions.h"
 #include "scheduling/admission.h"
-#include "messages/origin.h"
 #include "scheduling/registry.h"
 
 namespace troupe::scheduling {
@@ -200,8 +200,7 @@ class JobLifecycle {
   void Enqueue(Job& job, const v1::Error& why, Clock::time_point now, Actions& out);
   void NoticeQueued(Job& job, Clock::time_point now, Actions& out);
   void DispatchQueued(Clock::time_point now, Actions& out);
-  void Dispatch(uint64_t session_id, v1::ErrorCode code, const std::string& why, Clock::time_point now,
-                Actions& out);
+  void Dispatch(uint64_t session_id, v1::ErrorCode code, const std::string& why, Clock::time_point now, Actions& out);
   void Reroute(uint64_t session_id, const std::string& dead, const std::string& how, Clock::time_point now,
                Actions& out);
   void Down(const std::string& node_id, const std::string& how, Clock::time_point now, Actions& out);

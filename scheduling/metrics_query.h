@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
+#include "messages/origin.h"
 #include "messages/troupe.pb.h"
 #include "scheduling/actions.h"
-#include "messages/origin.h"
 
 namespace troupe::scheduling {
 

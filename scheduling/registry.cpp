@@ -42,8 +42,8 @@ std::vector<ShardEntry> Registry::Live(std::chrono::steady_clock::time_point now
   return out;
 }
 
-Result<std::vector<std::vector<const ShardEntry*>>> Registry::Spans(
-    int64_t n_layers, std::chrono::steady_clock::time_point now) const {
+Result<std::vector<std::vector<const ShardEntry*>>> Registry::Spans(int64_t n_layers,
+                                                                    std::chrono::steady_clock::time_point now) const {
   std::vector<std::vector<const ShardEntry*>> spans;
   int64_t layer = 0;
   while (layer < n_layers) {
@@ -58,8 +58,7 @@ Result<std::vector<std::vector<const ShardEntry*>>> Registry::Spans(
       if (e.layer_end == reach) best.push_back(&e);
     }
     if (best.empty()) {
-      return Status::NotFound("no shard serves layer " + std::to_string(layer) + " of " +
-                              std::to_string(n_layers));
+      return Status::NotFound("no shard serves layer " + std::to_string(layer) + " of " + std::to_string(n_layers));
     }
     spans.push_back(std::move(best));
     layer = reach;

@@ -19,7 +19,7 @@ v1::RouteHop Hop(const std::string& node, const std::string& endpoint, v1::Stage
 }  // namespace
 
 std::vector<v1::RouteHop> RouteThrough(const std::string& head, const std::string& endpoint,
-                               const std::vector<Span>& spans) {
+                                       const std::vector<Span>& spans) {
   std::vector<v1::RouteHop> route;
   route.push_back(Hop(head, endpoint, v1::STAGE_EMBEDDING));
   for (const Span& s : spans) route.push_back(Hop(s.node_id, s.endpoint, v1::STAGE_SHARD, s.layer_begin, s.layer_end));

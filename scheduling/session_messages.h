@@ -18,7 +18,7 @@ namespace troupe::scheduling {
 // The route through `spans`: embedding, the shards in layer order, LM head,
 // sampler; every stage but the shards on the head (`head`, at `endpoint`).
 std::vector<v1::RouteHop> RouteThrough(const std::string& head, const std::string& endpoint,
-                               const std::vector<Span>& spans);
+                                       const std::vector<Span>& spans);
 
 // SessionOpen for a shard: reserve `max_length` cache positions for a session
 // of the model `fingerprint`.

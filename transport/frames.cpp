@@ -7,18 +7,14 @@
 namespace troupe::transport {
 namespace {
 
-void ReleaseShared(void* /*data*/, void* hint) {
-  delete static_cast<std::shared_ptr<const void>*>(hint);
-}
+void ReleaseShared(void* /*data*/, void* hint) { delete static_cast<std::shared_ptr<const void>*>(hint); }
 
 }  // namespace
 
 bool IsWouldBlock(const Status& status) { return status.code() == StatusCode::kUnavailable; }
 bool IsUnroutable(const Status& status) { return status.code() == StatusCode::kNotFound; }
 
-zmq::message_t CopyFrame(std::string_view bytes) {
-  return zmq::message_t(bytes.data(), bytes.size());
-}
+zmq::message_t CopyFrame(std::string_view bytes) { return zmq::message_t(bytes.data(), bytes.size()); }
 
 zmq::message_t ZeroCopyFrame(void* data, size_t size, zmq_free_fn* release, void* hint) {
   return zmq::message_t(data, size, release, hint);
@@ -30,8 +26,7 @@ zmq::message_t SharedFrame(std::shared_ptr<const void> owner, const void* data, 
   return zmq::message_t(const_cast<void*>(data), size, &ReleaseShared, keep);
 }
 
-Status SendFrames(zmq::socket_t& socket, const std::string* routing_id, Frames& frames,
-                  std::string_view what) {
+Status SendFrames(zmq::socket_t& socket, const std::string* routing_id, Frames& frames, std::string_view what) {
   if (frames.empty()) return Status::InvalidArgument(std::string(what) + ": empty message");
   if (routing_id != nullptr) {
     if (routing_id->empty()) return Status::InvalidArgument(std::string(what) + ": empty peer id");
@@ -43,8 +38,7 @@ Status SendFrames(zmq::socket_t& socket, const std::string* routing_id, Frames& 
                                    "' is at its high-water mark (backpressure); retry later");
       }
       if (err == EHOSTUNREACH) {
-        return Status::NotFound(std::string(what) + ": peer '" + *routing_id +
-                                "' is not connected (unroutable)");
+        return Status::NotFound(std::string(what) + ": peer '" + *routing_id + "' is not connected (unroutable)");
       }
       return ZmqError(std::string(what) + ": send");
     }

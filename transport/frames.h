@@ -63,8 +63,7 @@ inline std::string_view FrameView(const zmq::message_t& frame) {
 // Codes as above; on would-block/unroutable nothing was taken from `frames`.
 // On success the frames are left empty (moved into ZeroMQ). `what` names the
 // link in messages.
-Status SendFrames(zmq::socket_t& socket, const std::string* routing_id, Frames& frames,
-                  std::string_view what);
+Status SendFrames(zmq::socket_t& socket, const std::string* routing_id, Frames& frames, std::string_view what);
 
 // Receives one whole multipart message without waiting; kUnavailable
 // (would-block) when none is queued.

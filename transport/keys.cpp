@@ -82,7 +82,8 @@ Status WriteFile(const std::string& path, const std::string& text, mode_t mode, 
   int fd = ::open(path.c_str(), flags, mode);
   if (fd < 0) {
     if (errno == EEXIST) {
-      return Status::InvalidArgument(path + ": already exists; refusing to replace a node's key "
+      return Status::InvalidArgument(path +
+                                     ": already exists; refusing to replace a node's key "
                                      "(delete it first if you mean to)");
     }
     return Status::IoError(Errno(path));
@@ -139,9 +140,8 @@ bool Allowlist::ContainsBinary(std::string_view binary_key) const {
 
 Status ValidateZ85Key(std::string_view key, std::string_view what) {
   if (key.size() != kZ85KeyLength) {
-    return Status::InvalidArgument(std::string(what) + ": a CURVE key is " +
-                                   std::to_string(kZ85KeyLength) + " Z85 characters, got " +
-                                   std::to_string(key.size()));
+    return Status::InvalidArgument(std::string(what) + ": a CURVE key is " + std::to_string(kZ85KeyLength) +
+                                   " Z85 characters, got " + std::to_string(key.size()));
   }
   for (size_t i = 0; i < key.size(); ++i) {
     if (kZ85Alphabet.find(key[i]) == std::string_view::npos) {
@@ -173,8 +173,7 @@ Result<std::string> DerivePublicKey(const std::string& secret_key) {
 
 Result<std::string> EncodeZ85Key(std::string_view binary_key) {
   if (binary_key.size() != kBinaryKeyLength) {
-    return Status::InvalidArgument("a binary CURVE key is 32 bytes, got " +
-                                   std::to_string(binary_key.size()));
+    return Status::InvalidArgument("a binary CURVE key is 32 bytes, got " + std::to_string(binary_key.size()));
   }
   char out[kZ85KeyLength + 1] = {};
   zmq_z85_encode(out, reinterpret_cast<const uint8_t*>(binary_key.data()), binary_key.size());
@@ -208,11 +207,13 @@ Status WriteKeyFiles(const std::string& dir, const CurveKeyPair& keys) {
   const std::string public_path = dir + "/" + kPublicKeyFileName;
   TROUPE_RETURN_IF_ERROR(WriteFile(secret_path,
                                    "# Troupe CURVE secret key (Z85) - keep private\n"
-                                   "public-key = " + keys.public_key + "\n"
-                                   "secret-key = " + keys.secret_key + "\n",
+                                   "public-key = " +
+                                       keys.public_key +
+                                       "\n"
+                                       "secret-key = " +
+                                       keys.secret_key + "\n",
                                    0600, /*exclusive=*/true));
-  return WriteFile(public_path,
-                   "# Troupe CURVE public key (Z85)\npublic-key = " + keys.public_key + "\n", 0644,
+  return WriteFile(public_path, "# Troupe CURVE public key (Z85)\npublic-key = " + keys.public_key + "\n", 0644,
                    /*exclusive=*/false);
 }
 
@@ -289,7 +290,8 @@ Result<Allowlist> LoadAllowlist(const std::string& path) {
     }
   }
   if (list.empty()) {
-    return Status::InvalidArgument(path + ": the allowlist names no public key; every peer would "
+    return Status::InvalidArgument(path +
+                                   ": the allowlist names no public key; every peer would "
                                    "be refused");
   }
   return list;

@@ -21,22 +21,18 @@ Status ApplyLinkOptions(zmq::socket_t& s, const LinkOptions& o) {
   TROUPE_RETURN_IF_ERROR(SetIntOption(s, ZMQ_SNDHWM, o.send_hwm, "ZMQ_SNDHWM"));
   TROUPE_RETURN_IF_ERROR(SetIntOption(s, ZMQ_RCVHWM, o.receive_hwm, "ZMQ_RCVHWM"));
   TROUPE_RETURN_IF_ERROR(SetInt64Option(s, ZMQ_MAXMSGSIZE, o.max_message_size, "ZMQ_MAXMSGSIZE"));
-  TROUPE_RETURN_IF_ERROR(
-      SetIntOption(s, ZMQ_HANDSHAKE_IVL, o.handshake_timeout_ms, "ZMQ_HANDSHAKE_IVL"));
+  TROUPE_RETURN_IF_ERROR(SetIntOption(s, ZMQ_HANDSHAKE_IVL, o.handshake_timeout_ms, "ZMQ_HANDSHAKE_IVL"));
   if (o.kernel_buffer_bytes > 0) {
     TROUPE_RETURN_IF_ERROR(SetIntOption(s, ZMQ_SNDBUF, o.kernel_buffer_bytes, "ZMQ_SNDBUF"));
     TROUPE_RETURN_IF_ERROR(SetIntOption(s, ZMQ_RCVBUF, o.kernel_buffer_bytes, "ZMQ_RCVBUF"));
   }
   TROUPE_RETURN_IF_ERROR(SetIntOption(s, ZMQ_TCP_KEEPALIVE, 1, "ZMQ_TCP_KEEPALIVE"));
   if (o.tcp_keepalive_idle_s > 0) {
-    TROUPE_RETURN_IF_ERROR(
-        SetIntOption(s, ZMQ_TCP_KEEPALIVE_IDLE, o.tcp_keepalive_idle_s, "ZMQ_TCP_KEEPALIVE_IDLE"));
+    TROUPE_RETURN_IF_ERROR(SetIntOption(s, ZMQ_TCP_KEEPALIVE_IDLE, o.tcp_keepalive_idle_s, "ZMQ_TCP_KEEPALIVE_IDLE"));
   }
   if (o.heartbeat_interval_ms > 0) {
-    TROUPE_RETURN_IF_ERROR(
-        SetIntOption(s, ZMQ_HEARTBEAT_IVL, o.heartbeat_interval_ms, "ZMQ_HEARTBEAT_IVL"));
-    TROUPE_RETURN_IF_ERROR(
-        SetIntOption(s, ZMQ_HEARTBEAT_TIMEOUT, o.heartbeat_timeout_ms, "ZMQ_HEARTBEAT_TIMEOUT"));
+    TROUPE_RETURN_IF_ERROR(SetIntOption(s, ZMQ_HEARTBEAT_IVL, o.heartbeat_interval_ms, "ZMQ_HEARTBEAT_IVL"));
+    TROUPE_RETURN_IF_ERROR(SetIntOption(s, ZMQ_HEARTBEAT_TIMEOUT, o.heartbeat_timeout_ms, "ZMQ_HEARTBEAT_TIMEOUT"));
   }
   return Status::Ok();
 }
@@ -46,17 +42,14 @@ Status ApplyLinkOptions(zmq::socket_t& s, const LinkOptions& o) {
 Status CheckFrameSizes(const Frames& frames, const LinkOptions& o, const std::string& what) {
   for (size_t i = 0; i < frames.size(); ++i) {
     if (static_cast<int64_t>(frames[i].size()) > o.max_message_size) {
-      return Status::InvalidArgument(what + ": frame " + std::to_string(i) + " is " +
-                                     std::to_string(frames[i].size()) +
-                                     " bytes, over max_message_size " +
-                                     std::to_string(o.max_message_size));
+      return Status::InvalidArgument(what + ": frame " + std::to_string(i) + " is " + std::to_string(frames[i].size()) +
+                                     " bytes, over max_message_size " + std::to_string(o.max_message_size));
     }
   }
   return Status::Ok();
 }
 
-Result<std::unique_ptr<SocketMonitor>> MaybeMonitor(zmq::context_t& context, zmq::socket_t& s,
-                                                    const LinkOptions& o) {
+Result<std::unique_ptr<SocketMonitor>> MaybeMonitor(zmq::context_t& context, zmq::socket_t& s, const LinkOptions& o) {
   if (!o.monitor) return std::unique_ptr<SocketMonitor>();
   return SocketMonitor::Attach(context, s);
 }
@@ -65,9 +58,9 @@ Result<std::unique_ptr<SocketMonitor>> MaybeMonitor(zmq::context_t& context, zmq
 
 Status ValidateLinkOptions(const LinkOptions& o) {
   auto positive = [](int64_t v, const char* name) {
-    return v > 0 ? Status::Ok()
-                 : Status::InvalidArgument(std::string("link option ") + name + " must be > 0, got " +
-                                           std::to_string(v));
+    return v > 0
+               ? Status::Ok()
+               : Status::InvalidArgument(std::string("link option ") + name + " must be > 0, got " + std::to_string(v));
   };
   TROUPE_RETURN_IF_ERROR(positive(o.send_hwm, "send_hwm"));
   TROUPE_RETURN_IF_ERROR(positive(o.receive_hwm, "receive_hwm"));
@@ -75,16 +68,19 @@ Status ValidateLinkOptions(const LinkOptions& o) {
   TROUPE_RETURN_IF_ERROR(positive(o.handshake_timeout_ms, "handshake_timeout_ms"));
   TROUPE_RETURN_IF_ERROR(positive(o.reconnect_interval_ms, "reconnect_interval_ms"));
   if (o.reconnect_interval_max_ms < o.reconnect_interval_ms) {
-    return Status::InvalidArgument("link option reconnect_interval_max_ms must be >= "
-                                   "reconnect_interval_ms");
+    return Status::InvalidArgument(
+        "link option reconnect_interval_max_ms must be >= "
+        "reconnect_interval_ms");
   }
   if (o.kernel_buffer_bytes < 0 || o.heartbeat_interval_ms < 0 || o.tcp_keepalive_idle_s < 0) {
-    return Status::InvalidArgument("link options kernel_buffer_bytes, heartbeat_interval_ms and "
-                                   "tcp_keepalive_idle_s must be >= 0");
+    return Status::InvalidArgument(
+        "link options kernel_buffer_bytes, heartbeat_interval_ms and "
+        "tcp_keepalive_idle_s must be >= 0");
   }
   if (o.heartbeat_interval_ms > 0 && o.heartbeat_timeout_ms <= o.heartbeat_interval_ms) {
-    return Status::InvalidArgument("link option heartbeat_timeout_ms must exceed "
-                                   "heartbeat_interval_ms");
+    return Status::InvalidArgument(
+        "link option heartbeat_timeout_ms must exceed "
+        "heartbeat_interval_ms");
   }
   return Status::Ok();
 }
@@ -94,10 +90,8 @@ Status ValidateLinkOptions(const LinkOptions& o) {
 Listener::Listener(zmq::context_t& context, const LinkOptions& options)
     : socket_(context, zmq::socket_type::router), options_(options) {}
 
-Result<std::unique_ptr<Listener>> Listener::Bind(zmq::context_t& context,
-                                                 const std::string& endpoint,
-                                                 const SecurityConfig& security,
-                                                 const LinkOptions& options) {
+Result<std::unique_ptr<Listener>> Listener::Bind(zmq::context_t& context, const std::string& endpoint,
+                                                 const SecurityConfig& security, const LinkOptions& options) {
   TROUPE_RETURN_IF_ERROR(CheckBindAllowed(endpoint, security));
   std::unique_ptr<Listener> l(new Listener(context, options));
   zmq::socket_t& s = l->socket_;
@@ -135,33 +129,27 @@ LinkCounters Listener::counters() {
   return monitor_->counters();
 }
 
-std::vector<LinkEvent> Listener::DrainEvents() {
-  return monitor_ ? monitor_->Drain() : std::vector<LinkEvent>{};
-}
+std::vector<LinkEvent> Listener::DrainEvents() { return monitor_ ? monitor_->Drain() : std::vector<LinkEvent>{}; }
 
 // -------------------------------------------------------------- Connection
 
 Connection::Connection(zmq::context_t& context, const LinkOptions& options)
     : socket_(context, zmq::socket_type::dealer), options_(options) {}
 
-Result<std::unique_ptr<Connection>> Connection::Connect(zmq::context_t& context,
-                                                       const std::string& endpoint,
-                                                       const std::string& node_id,
-                                                       const SecurityConfig& security,
-                                                       const std::string& server_public_key,
-                                                       const LinkOptions& options) {
+Result<std::unique_ptr<Connection>> Connection::Connect(zmq::context_t& context, const std::string& endpoint,
+                                                        const std::string& node_id, const SecurityConfig& security,
+                                                        const std::string& server_public_key,
+                                                        const LinkOptions& options) {
   if (node_id.empty() || node_id.size() > 255 || node_id[0] == '\0') {
-    return Status::InvalidArgument("node id '" + node_id +
-                                   "': must be 1..255 bytes and not start with a zero byte");
+    return Status::InvalidArgument("node id '" + node_id + "': must be 1..255 bytes and not start with a zero byte");
   }
   std::unique_ptr<Connection> c(new Connection(context, options));
   zmq::socket_t& s = c->socket_;
   TROUPE_RETURN_IF_ERROR(ApplyLinkOptions(s, options));
   TROUPE_RETURN_IF_ERROR(SetStringOption(s, ZMQ_ROUTING_ID, node_id, "ZMQ_ROUTING_ID"));
+  TROUPE_RETURN_IF_ERROR(SetIntOption(s, ZMQ_RECONNECT_IVL, options.reconnect_interval_ms, "ZMQ_RECONNECT_IVL"));
   TROUPE_RETURN_IF_ERROR(
-      SetIntOption(s, ZMQ_RECONNECT_IVL, options.reconnect_interval_ms, "ZMQ_RECONNECT_IVL"));
-  TROUPE_RETURN_IF_ERROR(SetIntOption(s, ZMQ_RECONNECT_IVL_MAX, options.reconnect_interval_max_ms,
-                                      "ZMQ_RECONNECT_IVL_MAX"));
+      SetIntOption(s, ZMQ_RECONNECT_IVL_MAX, options.reconnect_interval_max_ms, "ZMQ_RECONNECT_IVL_MAX"));
   TROUPE_RETURN_IF_ERROR(ApplyClientSecurity(s, security, server_public_key));
   TROUPE_ASSIGN_OR_RETURN(c->monitor_, MaybeMonitor(context, s, options));
   if (zmq_connect(s.handle(), endpoint.c_str()) != 0) return ZmqError("connecting to " + endpoint);
@@ -199,8 +187,6 @@ LinkCounters Connection::counters() {
   return monitor_->counters();
 }
 
-std::vector<LinkEvent> Connection::DrainEvents() {
-  return monitor_ ? monitor_->Drain() : std::vector<LinkEvent>{};
-}
+std::vector<LinkEvent> Connection::DrainEvents() { return monitor_ ? monitor_->Drain() : std::vector<LinkEvent>{}; }
 
 }  // namespace troupe::transport

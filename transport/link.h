@@ -46,22 +46,22 @@
 namespace troupe::transport {
 
 struct LinkOptions {
-  int send_hwm = 32;                              // messages queued per peer before would-block
-  int receive_hwm = 32;                           // messages buffered per peer before TCP pushes back
-  int64_t max_message_size = int64_t{64} << 20;   // bytes per frame; larger frames drop the peer
-  int kernel_buffer_bytes = 0;                    // ZMQ_SNDBUF/RCVBUF; 0 = OS default
-  int handshake_timeout_ms = 5000;                // a peer that does not finish the handshake is dropped
-  int reconnect_interval_ms = 100;                // DEALER: first reconnect delay...
-  int reconnect_interval_max_ms = 2000;           // ...doubling up to this
+  int send_hwm = 32;                             // messages queued per peer before would-block
+  int receive_hwm = 32;                          // messages buffered per peer before TCP pushes back
+  int64_t max_message_size = int64_t{64} << 20;  // bytes per frame; larger frames drop the peer
+  int kernel_buffer_bytes = 0;                   // ZMQ_SNDBUF/RCVBUF; 0 = OS default
+  int handshake_timeout_ms = 5000;               // a peer that does not finish the handshake is dropped
+  int reconnect_interval_ms = 100;               // DEALER: first reconnect delay...
+  int reconnect_interval_max_ms = 2000;          // ...doubling up to this
   // ZMTP heartbeats, off by default: a receiver that stops reading (real
   // backpressure) also stops reading PONGs, so the sender would drop a
   // healthy-but-busy link after the timeout and lose the messages in flight.
   // Dead peers are found by TCP keepalive below and by Troupe's own
   // application-level heartbeats.
-  int heartbeat_interval_ms = 0;                  // ZMTP PING interval; 0 = off
-  int heartbeat_timeout_ms = 0;                   // must exceed the interval when on
-  int tcp_keepalive_idle_s = 30;                  // TCP keepalive (kernel; works while stalled); 0 = OS default
-  bool monitor = true;                            // keep LinkCounters (SocketMonitor)
+  int heartbeat_interval_ms = 0;  // ZMTP PING interval; 0 = off
+  int heartbeat_timeout_ms = 0;   // must exceed the interval when on
+  int tcp_keepalive_idle_s = 30;  // TCP keepalive (kernel; works while stalled); 0 = OS default
+  bool monitor = true;            // keep LinkCounters (SocketMonitor)
 };
 
 // Checks ranges (HWMs >= 1, sizes > 0...). InvalidArgument naming the field.
@@ -80,10 +80,8 @@ class Listener {
   // Binds a ROUTER on `endpoint` ("tcp://127.0.0.1:*" picks a free port,
   // "ipc:///path"). Fails with InvalidArgument for refused plain binds or bad
   // options/keys, IoError when the address cannot be bound.
-  static Result<std::unique_ptr<Listener>> Bind(zmq::context_t& context,
-                                                const std::string& endpoint,
-                                                const SecurityConfig& security,
-                                                const LinkOptions& options = {});
+  static Result<std::unique_ptr<Listener>> Bind(zmq::context_t& context, const std::string& endpoint,
+                                                const SecurityConfig& security, const LinkOptions& options = {});
   Listener(const Listener&) = delete;
   Listener& operator=(const Listener&) = delete;
 
@@ -124,10 +122,8 @@ class Connection {
   // queue up to the send HWM. InvalidArgument for a bad node id (empty,
   // longer than 255 bytes, or starting with a zero byte), options or keys;
   // IoError for a malformed endpoint.
-  static Result<std::unique_ptr<Connection>> Connect(zmq::context_t& context,
-                                                     const std::string& endpoint,
-                                                     const std::string& node_id,
-                                                     const SecurityConfig& security,
+  static Result<std::unique_ptr<Connection>> Connect(zmq::context_t& context, const std::string& endpoint,
+                                                     const std::string& node_id, const SecurityConfig& security,
                                                      const std::string& server_public_key = "",
                                                      const LinkOptions& options = {});
   Connection(const Connection&) = delete;

@@ -2,9 +2,8 @@
 
 namespace troupe::transport {
 
-Links::Links(zmq::context_t& context, PollLoop& loop, std::string node_id,
-             SecurityConfig security, std::map<std::string, std::string> peer_keys,
-             LinkOptions options)
+Links::Links(zmq::context_t& context, PollLoop& loop, std::string node_id, SecurityConfig security,
+             std::map<std::string, std::string> peer_keys, LinkOptions options)
     : context_(context),
       loop_(loop),
       node_id_(std::move(node_id)),
@@ -12,8 +11,7 @@ Links::Links(zmq::context_t& context, PollLoop& loop, std::string node_id,
       peer_keys_(std::move(peer_keys)),
       options_(options) {}
 
-Result<std::unique_ptr<Listener>> Links::Bind(const std::string& endpoint,
-                                                         const SecurityConfig& security) const {
+Result<std::unique_ptr<Listener>> Links::Bind(const std::string& endpoint, const SecurityConfig& security) const {
   return Listener::Bind(context_, endpoint, security, options_);
 }
 
@@ -59,8 +57,8 @@ Result<LinkId> Links::ConnectTo(const std::string& node_id, const std::string& e
     }
     server_key = k->second;
   }
-  TROUPE_ASSIGN_OR_RETURN(auto conn, Connection::Connect(context_, endpoint, node_id_,
-                                                                   security_, server_key, options_));
+  TROUPE_ASSIGN_OR_RETURN(auto conn,
+                          Connection::Connect(context_, endpoint, node_id_, security_, server_key, options_));
   TROUPE_ASSIGN_OR_RETURN(LinkId id, loop_.AddConnection(std::move(conn)));
   connections_[node_id] = Dialled{endpoint, id};
   link_nodes_[id] = node_id;

@@ -29,14 +29,12 @@ namespace troupe::transport {
 class Links {
  public:
   // `peer_keys`: node id -> Z85 public key (curve mode).
-  Links(zmq::context_t& context, PollLoop& loop, std::string node_id,
-        SecurityConfig security, std::map<std::string, std::string> peer_keys,
-        LinkOptions options);
+  Links(zmq::context_t& context, PollLoop& loop, std::string node_id, SecurityConfig security,
+        std::map<std::string, std::string> peer_keys, LinkOptions options);
 
   // Binds a listener with this node's link options (not yet polled: the
   // node learns its address before any message can arrive).
-  Result<std::unique_ptr<Listener>> Bind(const std::string& endpoint,
-                                                    const SecurityConfig& security) const;
+  Result<std::unique_ptr<Listener>> Bind(const std::string& endpoint, const SecurityConfig& security) const;
   // Hands the node listener / the job listener to the loop.
   Status AdoptNodeListener(std::unique_ptr<Listener> listener);
   Status AdoptJobListener(std::unique_ptr<Listener> listener);
@@ -70,8 +68,8 @@ class Links {
     std::string endpoint;
     LinkId link = 0;
   };
-  std::map<std::string, Dialled> connections_;           // by node id
-  std::map<LinkId, std::string> link_nodes_;  // connection -> node id
+  std::map<std::string, Dialled> connections_;  // by node id
+  std::map<LinkId, std::string> link_nodes_;    // connection -> node id
 };
 
 }  // namespace troupe::transport

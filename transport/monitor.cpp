@@ -49,8 +49,7 @@ std::string LinkEvent::ToString() const {
 
 SocketMonitor::SocketMonitor(zmq::context_t& context) : pair_(context, zmq::socket_type::pair) {}
 
-Result<std::unique_ptr<SocketMonitor>> SocketMonitor::Attach(zmq::context_t& context,
-                                                             zmq::socket_t& socket) {
+Result<std::unique_ptr<SocketMonitor>> SocketMonitor::Attach(zmq::context_t& context, zmq::socket_t& socket) {
   static std::atomic<uint64_t> next{0};
   std::ostringstream endpoint;
   endpoint << "inproc://troupe-monitor-" << socket.handle() << "-" << next.fetch_add(1);

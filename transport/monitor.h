@@ -32,12 +32,12 @@
 namespace troupe::transport {
 
 enum class LinkEventKind {
-  kConnected,                // our DEALER reached its listener (TCP up)
-  kAccepted,                 // a peer connected to our listener (TCP up)
-  kDisconnected,             // a connection closed or was dropped (bad frame, too large...)
-  kHandshakeSucceeded,       // ZMTP (and CURVE) handshake done: messages may flow
-  kHandshakeFailedAuth,      // refused by ZAP (value: status code, e.g. 400)
-  kHandshakeFailed,          // timed out or broke during the handshake (value: errno)
+  kConnected,            // our DEALER reached its listener (TCP up)
+  kAccepted,             // a peer connected to our listener (TCP up)
+  kDisconnected,         // a connection closed or was dropped (bad frame, too large...)
+  kHandshakeSucceeded,   // ZMTP (and CURVE) handshake done: messages may flow
+  kHandshakeFailedAuth,  // refused by ZAP (value: status code, e.g. 400)
+  kHandshakeFailed,      // timed out or broke during the handshake (value: errno)
   kOther,
 };
 
@@ -60,8 +60,7 @@ struct LinkCounters {
 class SocketMonitor {
  public:
   // Starts monitoring `socket` (which must outlive the Attach call only).
-  static Result<std::unique_ptr<SocketMonitor>> Attach(zmq::context_t& context,
-                                                       zmq::socket_t& socket);
+  static Result<std::unique_ptr<SocketMonitor>> Attach(zmq::context_t& context, zmq::socket_t& socket);
   SocketMonitor(const SocketMonitor&) = delete;
   SocketMonitor& operator=(const SocketMonitor&) = delete;
 

@@ -14,10 +14,10 @@ using Clock = std::chrono::steady_clock;
 // One link as the loop thread sees it.
 struct PollLoop::Slot {
   LinkId id = 0;
-  std::unique_ptr<Listener> listener;      // exactly one of these two
+  std::unique_ptr<Listener> listener;  // exactly one of these two
   std::unique_ptr<Connection> connection;
-  zmq::socket_t channel;                   // PULL: messages from this link's outboxes
-  bool parked = false;                     // a message waits for room on the link
+  zmq::socket_t channel;  // PULL: messages from this link's outboxes
+  bool parked = false;    // a message waits for room on the link
   std::string parked_peer;
   Frames parked_frames;
 
@@ -47,8 +47,7 @@ PollLoop::PollLoop(zmq::context_t& context, PollLoopCallbacks callbacks, PollLoo
   name_ = s.str();
 }
 
-Result<std::unique_ptr<PollLoop>> PollLoop::Start(zmq::context_t& context,
-                                                  PollLoopCallbacks callbacks,
+Result<std::unique_ptr<PollLoop>> PollLoop::Start(zmq::context_t& context, PollLoopCallbacks callbacks,
                                                   PollLoopOptions options) {
   if (options.tick_ms <= 0 || options.outbox_hwm <= 0 || options.batch <= 0) {
     return Status::InvalidArgument("poll loop: tick_ms, outbox_hwm and batch must be > 0");
@@ -88,9 +87,7 @@ bool PollLoop::Post(std::function<void(State&)> op) {
   return true;
 }
 
-std::string PollLoop::ChannelEndpoint(LinkId link) const {
-  return name_ + "-link-" + std::to_string(link);
-}
+std::string PollLoop::ChannelEndpoint(LinkId link) const { return name_ + "-link-" + std::to_string(link); }
 
 std::shared_ptr<std::atomic<bool>> PollLoop::ClosedFlag(LinkId link) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -108,8 +105,7 @@ Result<LinkId> PollLoop::AddConnection(std::unique_ptr<Connection> connection) {
   return AddLink(nullptr, std::move(connection));
 }
 
-Result<LinkId> PollLoop::AddLink(std::unique_ptr<Listener> listener,
-                                 std::unique_ptr<Connection> connection) {
+Result<LinkId> PollLoop::AddLink(std::unique_ptr<Listener> listener, std::unique_ptr<Connection> connection) {
   LinkId id;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -283,7 +279,8 @@ void PollLoop::Run() {
     }
     if (items[0].revents & ZMQ_POLLIN) {
       zmq::message_t drop;
-      while (zmq_msg_recv(drop.handle(), wake_recv_.handle(), ZMQ_DONTWAIT) >= 0) {}
+      while (zmq_msg_recv(drop.handle(), wake_recv_.handle(), ZMQ_DONTWAIT) >= 0) {
+      }
       std::deque<std::function<void(State&)>> ops;
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -310,8 +307,7 @@ void PollLoop::Run() {
         case ItemKind::kChannel:
           if (revents & ZMQ_POLLIN) pump_channel(slot);
           break;
-        case ItemKind::kWake:
-          break;
+        case ItemKind::kWake: break;
       }
     }
     if (Clock::now() >= next_tick) {

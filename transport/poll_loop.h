@@ -72,8 +72,7 @@ class Outbox;
 class PollLoop {
  public:
   // Starts the loop thread. IoError when the control pipe cannot be set up.
-  static Result<std::unique_ptr<PollLoop>> Start(zmq::context_t& context,
-                                                 PollLoopCallbacks callbacks,
+  static Result<std::unique_ptr<PollLoop>> Start(zmq::context_t& context, PollLoopCallbacks callbacks,
                                                  PollLoopOptions options = {});
   ~PollLoop();  // Stop()
   PollLoop(const PollLoop&) = delete;
@@ -114,7 +113,7 @@ class PollLoop {
   zmq::context_t& context_;
   const PollLoopCallbacks callbacks_;
   const PollLoopOptions options_;
-  std::string name_;  // unique prefix of this loop's inproc endpoints
+  std::string name_;         // unique prefix of this loop's inproc endpoints
   zmq::socket_t wake_recv_;  // loop thread
 
   std::mutex mu_;  // guards everything below

@@ -8,9 +8,7 @@
 namespace troupe::transport {
 namespace {
 
-bool StartsWith(const std::string& s, std::string_view prefix) {
-  return s.compare(0, prefix.size(), prefix) == 0;
-}
+bool StartsWith(const std::string& s, std::string_view prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
 
 // The host part of "tcp://host:port" with IPv6 brackets removed; empty when
 // the endpoint is not of that shape.
@@ -26,8 +24,7 @@ std::string TcpHost(const std::string& endpoint) {
 }
 
 Status SetZapOptions(zmq::socket_t& socket, const SecurityConfig& config) {
-  TROUPE_RETURN_IF_ERROR(
-      SetStringOption(socket, ZMQ_ZAP_DOMAIN, config.zap_domain, "ZMQ_ZAP_DOMAIN"));
+  TROUPE_RETURN_IF_ERROR(SetStringOption(socket, ZMQ_ZAP_DOMAIN, config.zap_domain, "ZMQ_ZAP_DOMAIN"));
   return SetIntOption(socket, kZapEnforceDomainOption, 1, "ZMQ_ZAP_ENFORCE_DOMAIN (93)");
 }
 
@@ -39,8 +36,7 @@ SecurityConfig PlainSecurity(bool insecure) {
   return config;
 }
 
-Result<SecurityConfig> CurveSecurityFromFiles(const std::string& key_path,
-                                              const std::string& allowlist_path) {
+Result<SecurityConfig> CurveSecurityFromFiles(const std::string& key_path, const std::string& allowlist_path) {
   SecurityConfig config;
   config.curve = true;
   TROUPE_ASSIGN_OR_RETURN(config.keys, ReadSecretKeyFile(key_path));
@@ -91,12 +87,10 @@ Status ApplyServerSecurity(zmq::socket_t& socket, const SecurityConfig& config) 
   TROUPE_RETURN_IF_ERROR(ValidateSecurityConfig(config));
   TROUPE_RETURN_IF_ERROR(SetZapOptions(socket, config));
   TROUPE_RETURN_IF_ERROR(SetIntOption(socket, ZMQ_CURVE_SERVER, 1, "ZMQ_CURVE_SERVER"));
-  return SetStringOption(socket, ZMQ_CURVE_SECRETKEY, config.keys.secret_key,
-                         "ZMQ_CURVE_SECRETKEY");
+  return SetStringOption(socket, ZMQ_CURVE_SECRETKEY, config.keys.secret_key, "ZMQ_CURVE_SECRETKEY");
 }
 
-Status ApplyClientSecurity(zmq::socket_t& socket, const SecurityConfig& config,
-                           const std::string& server_public_key) {
+Status ApplyClientSecurity(zmq::socket_t& socket, const SecurityConfig& config, const std::string& server_public_key) {
   if (!config.curve) {
     if (!server_public_key.empty()) {
       return Status::InvalidArgument("a server public key was given but CURVE is off");
@@ -108,12 +102,9 @@ Status ApplyClientSecurity(zmq::socket_t& socket, const SecurityConfig& config,
   TROUPE_RETURN_IF_ERROR(ValidateZ85Key(server_public_key, "server public key"));
   if (config.zap_domain.empty()) return Status::InvalidArgument("CURVE needs a ZAP domain");
   TROUPE_RETURN_IF_ERROR(SetZapOptions(socket, config));
-  TROUPE_RETURN_IF_ERROR(SetStringOption(socket, ZMQ_CURVE_SERVERKEY, server_public_key,
-                                         "ZMQ_CURVE_SERVERKEY"));
-  TROUPE_RETURN_IF_ERROR(SetStringOption(socket, ZMQ_CURVE_PUBLICKEY, config.keys.public_key,
-                                         "ZMQ_CURVE_PUBLICKEY"));
-  return SetStringOption(socket, ZMQ_CURVE_SECRETKEY, config.keys.secret_key,
-                         "ZMQ_CURVE_SECRETKEY");
+  TROUPE_RETURN_IF_ERROR(SetStringOption(socket, ZMQ_CURVE_SERVERKEY, server_public_key, "ZMQ_CURVE_SERVERKEY"));
+  TROUPE_RETURN_IF_ERROR(SetStringOption(socket, ZMQ_CURVE_PUBLICKEY, config.keys.public_key, "ZMQ_CURVE_PUBLICKEY"));
+  return SetStringOption(socket, ZMQ_CURVE_SECRETKEY, config.keys.secret_key, "ZMQ_CURVE_SECRETKEY");
 }
 
 }  // namespace troupe::transport

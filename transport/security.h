@@ -42,8 +42,7 @@ struct SecurityConfig {
 SecurityConfig PlainSecurity(bool insecure = false);
 // Cluster mode from files: DIR/node.key (or a key file path) and an allowlist
 // file or directory (keys.h).
-Result<SecurityConfig> CurveSecurityFromFiles(const std::string& key_path,
-                                              const std::string& allowlist_path);
+Result<SecurityConfig> CurveSecurityFromFiles(const std::string& key_path, const std::string& allowlist_path);
 
 // OK for a usable config. In curve mode: both keys valid and matching, a
 // non-empty allowlist and a ZAP domain. InvalidArgument naming the field.
@@ -67,7 +66,6 @@ Status ApplyServerSecurity(zmq::socket_t& socket, const SecurityConfig& config);
 // Makes `socket` (a DEALER) a CURVE client of the server whose public key is
 // `server_public_key`, or leaves it plain (then the key must be empty).
 // Call before connect().
-Status ApplyClientSecurity(zmq::socket_t& socket, const SecurityConfig& config,
-                           const std::string& server_public_key);
+Status ApplyClientSecurity(zmq::socket_t& socket, const SecurityConfig& config, const std::string& server_public_key);
 
 }  // namespace troupe::transport

@@ -4,9 +4,7 @@
 
 namespace troupe::transport {
 
-Status ZmqError(std::string_view what) {
-  return Status::IoError(std::string(what) + ": " + zmq_strerror(zmq_errno()));
-}
+Status ZmqError(std::string_view what) { return Status::IoError(std::string(what) + ": " + zmq_strerror(zmq_errno())); }
 
 Status SetIntOption(zmq::socket_t& socket, int option, int value, const char* name) {
   if (zmq_setsockopt(socket.handle(), option, &value, sizeof(value)) != 0) {

@@ -27,8 +27,8 @@ ZapHandler::ZapHandler(zmq::context_t& context, Allowlist allowlist, std::string
       stop_recv_(context, zmq::socket_type::pair),
       stop_send_(context, zmq::socket_type::pair) {}
 
-Result<std::unique_ptr<ZapHandler>> ZapHandler::Start(zmq::context_t& context,
-                                                      Allowlist allowlist, std::string domain) {
+Result<std::unique_ptr<ZapHandler>> ZapHandler::Start(zmq::context_t& context, Allowlist allowlist,
+                                                      std::string domain) {
   if (allowlist.empty()) {
     return Status::InvalidArgument("ZAP handler: empty allowlist would refuse every peer");
   }
@@ -80,8 +80,7 @@ ZapCounters ZapHandler::counters() const {
 
 void ZapHandler::Run() {
   while (true) {
-    std::vector<zmq_pollitem_t> items = {{rep_.handle(), 0, ZMQ_POLLIN, 0},
-                                         {stop_recv_.handle(), 0, ZMQ_POLLIN, 0}};
+    std::vector<zmq_pollitem_t> items = {{rep_.handle(), 0, ZMQ_POLLIN, 0}, {stop_recv_.handle(), 0, ZMQ_POLLIN, 0}};
     if (zmq_poll(items.data(), static_cast<int>(items.size()), -1) < 0) {
       if (zmq_errno() == EINTR) continue;
       break;  // context terminated

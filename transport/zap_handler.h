@@ -40,7 +40,7 @@ inline constexpr const char* kZapEndpoint = "inproc://zeromq.zap.01";
 // For metrics: how many handshakes the handler let through and turned away.
 struct ZapCounters {
   uint64_t accepted = 0;
-  uint64_t rejected = 0;            // all refusals; the two below are part of it
+  uint64_t rejected = 0;  // all refusals; the two below are part of it
   uint64_t rejected_unknown_key = 0;
   uint64_t rejected_malformed = 0;  // bad version, mechanism, domain or frame count
 };

@@ -33,8 +33,8 @@ class Cursor {
   bool ReadString(std::string* out, const char* what) {
     uint64_t n = 0;
     if (!Read(&n, what)) return false;
-    if (n > remaining()) return Fail(std::string(what) + " of length " + std::to_string(n) +
-                                     " runs past the end of the file");
+    if (n > remaining())
+      return Fail(std::string(what) + " of length " + std::to_string(n) + " runs past the end of the file");
     out->assign(reinterpret_cast<const char*>(data_ + pos_), n);
     pos_ += n;
     return true;
@@ -55,10 +55,17 @@ class Cursor {
 // Smallest encoded size of one value of `type` (to bound array counts).
 size_t MinEncodedSize(GgufValueType type) {
   switch (type) {
-    case GgufValueType::kU8: case GgufValueType::kI8: case GgufValueType::kBool: return 1;
-    case GgufValueType::kU16: case GgufValueType::kI16: return 2;
-    case GgufValueType::kU32: case GgufValueType::kI32: case GgufValueType::kF32: return 4;
-    case GgufValueType::kU64: case GgufValueType::kI64: case GgufValueType::kF64: return 8;
+    case GgufValueType::kU8:
+    case GgufValueType::kI8:
+    case GgufValueType::kBool: return 1;
+    case GgufValueType::kU16:
+    case GgufValueType::kI16: return 2;
+    case GgufValueType::kU32:
+    case GgufValueType::kI32:
+    case GgufValueType::kF32: return 4;
+    case GgufValueType::kU64:
+    case GgufValueType::kI64:
+    case GgufValueType::kF64: return 8;
     case GgufValueType::kString: return 8;
     case GgufValueType::kArray: return 12;
   }
@@ -125,9 +132,7 @@ bool ReadValue(Cursor& c, GgufValueType type, GgufValue* v, int depth) {
   return c.Fail("unknown metadata value type");
 }
 
-bool MulOverflows(uint64_t a, uint64_t b, uint64_t* out) {
-  return __builtin_mul_overflow(a, b, out);
-}
+bool MulOverflows(uint64_t a, uint64_t b, uint64_t* out) { return __builtin_mul_overflow(a, b, out); }
 
 }  // namespace
 
@@ -135,12 +140,15 @@ bool GgufValue::is_integer() const { return IsIntegerType(type); }
 
 bool IsIntegerType(GgufValueType type) {
   switch (type) {
-    case GgufValueType::kU8: case GgufValueType::kI8: case GgufValueType::kU16:
-    case GgufValueType::kI16: case GgufValueType::kU32: case GgufValueType::kI32:
-    case GgufValueType::kU64: case GgufValueType::kI64:
-      return true;
-    default:
-      return false;
+    case GgufValueType::kU8:
+    case GgufValueType::kI8:
+    case GgufValueType::kU16:
+    case GgufValueType::kI16:
+    case GgufValueType::kU32:
+    case GgufValueType::kI32:
+    case GgufValueType::kU64:
+    case GgufValueType::kI64: return true;
+    default: return false;
   }
 }
 
@@ -158,8 +166,7 @@ Result<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path) {
     return Status::Unsupported(path + ": GGUF version " + std::to_string(g->version_) +
                                " is not supported (expected 2 or 3)");
   uint64_t n_tensors = 0, n_kv = 0;
-  if (!c.Read(&n_tensors, "the tensor count") || !c.Read(&n_kv, "the metadata count"))
-    return corrupt(c.error);
+  if (!c.Read(&n_tensors, "the tensor count") || !c.Read(&n_kv, "the metadata count")) return corrupt(c.error);
   if (n_kv > c.remaining() / 12) return corrupt("metadata count " + std::to_string(n_kv) + " is larger than the file");
   if (n_tensors > c.remaining() / 24)
     return corrupt("tensor count " + std::to_string(n_tensors) + " is larger than the file");
@@ -182,7 +189,9 @@ Result<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path) {
     g->alignment_ = static_cast<uint64_t>(a->i);
   }
 
-  struct RawInfo { uint64_t offset; };
+  struct RawInfo {
+    uint64_t offset;
+  };
   std::vector<RawInfo> raw(n_tensors);
   g->tensors_.resize(n_tensors);
   for (uint64_t t = 0; t < n_tensors; ++t) {
@@ -268,7 +277,8 @@ Result<std::string> GgufFile::GetString(const std::string& key) const {
 Result<bool> GgufFile::GetBool(const std::string& key) const {
   const GgufValue* v = Find(key);
   if (!v) return Status::NotFound(path() + ": metadata key '" + key + "' is missing");
-  if (v->type != GgufValueType::kBool) return Status::InvalidArgument(path() + ": metadata key '" + key + "' is not a boolean");
+  if (v->type != GgufValueType::kBool)
+    return Status::InvalidArgument(path() + ": metadata key '" + key + "' is not a boolean");
   return v->b;
 }
 

@@ -51,8 +51,7 @@ class ConfigFields {
       return Status::InvalidArgument(origin_ + ": \"" + key + "\" is too large");
     }
     if (n < 1 || n > kMaxDim) {
-      return Status::InvalidArgument(origin_ + ": \"" + key + "\" = " + std::to_string(n) +
-                                     " is out of range");
+      return Status::InvalidArgument(origin_ + ": \"" + key + "\" = " + std::to_string(n) + " is out of range");
     }
     *out = n;
     return Status::Ok();
@@ -153,8 +152,7 @@ Status ReadRope(const Json& j, const std::string& origin, ModelConfig* config) {
   if (top.Get("rope_theta") != nullptr || params == nullptr) {
     TROUPE_RETURN_IF_ERROR(top.Float("rope_theta", &config->rope_theta, 10000.0f));
   } else {
-    TROUPE_RETURN_IF_ERROR(
-        ConfigFields(*params, origin).Float("rope_theta", &config->rope_theta, 10000.0f));
+    TROUPE_RETURN_IF_ERROR(ConfigFields(*params, origin).Float("rope_theta", &config->rope_theta, 10000.0f));
   }
   if (scaling == nullptr) scaling = params;
   if (scaling == nullptr) return Status::Ok();
@@ -165,8 +163,7 @@ Status ReadRope(const Json& j, const std::string& origin, ModelConfig* config) {
   if (type.empty()) TROUPE_RETURN_IF_ERROR(s.String("type", &type, "default"));
   if (type == "default") return Status::Ok();
   if (type != "llama3") {
-    return Status::Unsupported(origin + ": rope scaling type '" + type +
-                               "' is not supported (only llama3)");
+    return Status::Unsupported(origin + ": rope scaling type '" + type + "' is not supported (only llama3)");
   }
   RopeScaling& r = config->rope_scaling;
   r.llama3 = true;
@@ -177,10 +174,10 @@ Status ReadRope(const Json& j, const std::string& origin, ModelConfig* config) {
   TROUPE_RETURN_IF_ERROR(s.Float("low_freq_factor", &r.low_freq_factor, 1.0f));
   TROUPE_RETURN_IF_ERROR(s.Float("high_freq_factor", &r.high_freq_factor, 4.0f));
   const int64_t default_original = 8192;
-  TROUPE_RETURN_IF_ERROR(
-      s.Dim("original_max_position_embeddings", &r.original_max_positions, &default_original));
+  TROUPE_RETURN_IF_ERROR(s.Dim("original_max_position_embeddings", &r.original_max_positions, &default_original));
   if (!(r.factor > 0) || !(r.low_freq_factor > 0) || !(r.high_freq_factor > r.low_freq_factor)) {
-    return Status::InvalidArgument(origin + ": llama3 rope scaling needs factor > 0 and "
+    return Status::InvalidArgument(origin +
+                                   ": llama3 rope scaling needs factor > 0 and "
                                    "high_freq_factor > low_freq_factor > 0");
   }
   return Status::Ok();
@@ -296,8 +293,7 @@ Status OpenShards(const fs::path& dir, const std::string& index_path,
     TROUPE_ASSIGN_OR_RETURN(auto file, SafetensorsFile::Open((dir / shard).string()));
     for (const std::string& name : file->names()) {
       if (!tensors->emplace(name, file->Find(name)).second) {
-        return Status::Corrupt(file->path() + ": tensor '" + name +
-                               "' is also stored in another shard");
+        return Status::Corrupt(file->path() + ": tensor '" + name + "' is also stored in another shard");
       }
     }
     by_name[shard] = file.get();
@@ -312,8 +308,7 @@ Status OpenShards(const fs::path& dir, const std::string& index_path,
   return Status::Ok();
 }
 
-Status OpenWeights(const fs::path& dir, std::vector<std::unique_ptr<SafetensorsFile>>* files,
-                   HfTensors* tensors) {
+Status OpenWeights(const fs::path& dir, std::vector<std::unique_ptr<SafetensorsFile>>* files, HfTensors* tensors) {
   const fs::path single = dir / "model.safetensors";
   const fs::path index = dir / "model.safetensors.index.json";
   if (IsFile(single)) {
@@ -323,8 +318,7 @@ Status OpenWeights(const fs::path& dir, std::vector<std::unique_ptr<SafetensorsF
     return Status::Ok();
   }
   if (IsFile(index)) return OpenShards(dir, index.string(), files, tensors);
-  return Status::NotFound(dir.string() +
-                          ": no model.safetensors or model.safetensors.index.json");
+  return Status::NotFound(dir.string() + ": no model.safetensors or model.safetensors.index.json");
 }
 
 struct ExpectedTensor {
@@ -372,8 +366,7 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
 }
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 }  // namespace
@@ -415,8 +408,7 @@ Result<std::unique_ptr<HfCheckpoint>> HfCheckpoint::Open(const std::string& dir)
 
   for (const auto& [hf_name, view] : hf) {
     if (EndsWith(hf_name, "self_attn.o_proj.bias")) {
-      return Status::Unsupported(dir + ": tensor '" + hf_name +
-                                 "': a bias on the attention output is not supported");
+      return Status::Unsupported(dir + ": tensor '" + hf_name + "': a bias on the attention output is not supported");
     }
   }
   // Expose exactly the tensors the config implies; ignore the rest.
@@ -427,9 +419,8 @@ Result<std::unique_ptr<HfCheckpoint>> HfCheckpoint::Open(const std::string& dir)
                               ") that the config implies");
     }
     if (it->second->shape != want.shape) {
-      return Status::Corrupt(dir + ": tensor '" + want.hf_name + "' (" + want.name +
-                             ") has shape " + ShapeString(it->second->shape) +
-                             "; the config implies " + ShapeString(want.shape));
+      return Status::Corrupt(dir + ": tensor '" + want.hf_name + "' (" + want.name + ") has shape " +
+                             ShapeString(it->second->shape) + "; the config implies " + ShapeString(want.shape));
     }
     TensorView view = *it->second;
     view.name = want.name;

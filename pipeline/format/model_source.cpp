@@ -33,8 +33,7 @@ class GgufModelSource final : public ModelSource {
     src->path_ = path;
     std::ostringstream fp;
     const ModelConfig& c = src->config_;
-    fp << c.architecture << "-L" << c.n_layers << "-H" << c.hidden << "-V" << c.vocab << "-T"
-       << file->tensors().size();
+    fp << c.architecture << "-L" << c.n_layers << "-H" << c.hidden << "-V" << c.vocab << "-T" << file->tensors().size();
     // FNV-1a over the header (metadata, tensor names, types, shapes, offsets)
     // and the last page of the file, which holds weight bytes that tell two
     // fine-tunes of one architecture apart. Nothing else is read: a shard must
@@ -143,7 +142,8 @@ Result<ModelConfig> ModelConfigFromGguf(const GgufFile& f) {
   TROUPE_ASSIGN_OR_RETURN(c.max_positions, f.GetInt(a + ".context_length"));
   c.head_dim = c.n_heads > 0 ? c.hidden / c.n_heads : 0;
   if (auto kl = f.GetInt(a + ".attention.key_length"); kl.ok()) c.head_dim = kl.value();
-  if (auto eps = f.GetFloat(a + ".attention.layer_norm_rms_epsilon"); eps.ok()) c.rms_eps = static_cast<float>(eps.value());
+  if (auto eps = f.GetFloat(a + ".attention.layer_norm_rms_epsilon"); eps.ok())
+    c.rms_eps = static_cast<float>(eps.value());
   if (auto th = f.GetFloat(a + ".rope.freq_base"); th.ok()) c.rope_theta = static_cast<float>(th.value());
   if (auto st = f.GetString(a + ".rope.scaling.type"); st.ok() && st.value() != "none") {
     return Status::Unsupported(f.path() + ": rope scaling type '" + st.value() + "' is not supported");

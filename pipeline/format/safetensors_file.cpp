@@ -22,10 +22,14 @@ struct DtypeInfo {
 
 // Maps a safetensors dtype string to the GgmlType Troupe reads it as.
 bool LookupDtype(const std::string& dtype, DtypeInfo* info) {
-  if (dtype == "F32") *info = {GgmlType::F32, 4};
-  else if (dtype == "F16") *info = {GgmlType::F16, 2};
-  else if (dtype == "BF16") *info = {GgmlType::BF16, 2};
-  else return false;
+  if (dtype == "F32")
+    *info = {GgmlType::F32, 4};
+  else if (dtype == "F16")
+    *info = {GgmlType::F16, 2};
+  else if (dtype == "BF16")
+    *info = {GgmlType::BF16, 2};
+  else
+    return false;
   return true;
 }
 
@@ -74,13 +78,12 @@ Status SafetensorsFile::ParseHeader() {
   const size_t map_size = map_->size();
   const uint64_t header_len = ReadLe64(base);
   if (header_len > map_size - 8) {
-    return Status::Corrupt(path + ": header length " + std::to_string(header_len) +
-                           " runs past the end of the file (" + std::to_string(map_size) +
-                           " bytes)");
+    return Status::Corrupt(path + ": header length " + std::to_string(header_len) + " runs past the end of the file (" +
+                           std::to_string(map_size) + " bytes)");
   }
   if (header_len > kMaxHeaderBytes) {
-    return Status::Corrupt(path + ": header length " + std::to_string(header_len) +
-                           " exceeds the " + std::to_string(kMaxHeaderBytes) + "-byte limit");
+    return Status::Corrupt(path + ": header length " + std::to_string(header_len) + " exceeds the " +
+                           std::to_string(kMaxHeaderBytes) + "-byte limit");
   }
   const char* json_begin = reinterpret_cast<const char*>(base + 8);
   const uint8_t* data = base + 8 + header_len;
@@ -102,8 +105,7 @@ Status SafetensorsFile::ParseHeader() {
   }
 }
 
-Status SafetensorsFile::AddTensors(const nlohmann::json& header, const uint8_t* data,
-                                   uint64_t data_size) {
+Status SafetensorsFile::AddTensors(const nlohmann::json& header, const uint8_t* data, uint64_t data_size) {
   const std::string& path = map_->path();
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") continue;
@@ -117,8 +119,7 @@ Status SafetensorsFile::AddTensors(const nlohmann::json& header, const uint8_t* 
     const std::string& dtype = dtype_it->get_ref<const std::string&>();
     DtypeInfo info{};
     if (!LookupDtype(dtype, &info)) {
-      return Status::Unsupported(where + " has dtype " + dtype +
-                                 "; Troupe reads F32, F16 and BF16 safetensors");
+      return Status::Unsupported(where + " has dtype " + dtype + "; Troupe reads F32, F16 and BF16 safetensors");
     }
 
     std::vector<uint64_t> shape;
@@ -128,8 +129,7 @@ Status SafetensorsFile::AddTensors(const nlohmann::json& header, const uint8_t* 
     }
     std::vector<uint64_t> offsets;
     const auto offsets_it = entry.find("data_offsets");
-    if (offsets_it == entry.end() || !ReadUnsignedArray(*offsets_it, &offsets) ||
-        offsets.size() != 2) {
+    if (offsets_it == entry.end() || !ReadUnsignedArray(*offsets_it, &offsets) || offsets.size() != 2) {
       return Status::Corrupt(where + ": \"data_offsets\" must be [begin, end] (non-negative)");
     }
 
@@ -147,18 +147,16 @@ Status SafetensorsFile::AddTensors(const nlohmann::json& header, const uint8_t* 
     const uint64_t begin = offsets[0];
     const uint64_t end = offsets[1];
     if (begin > end) {
-      return Status::Corrupt(where + ": data_offsets [" + std::to_string(begin) + ", " +
-                             std::to_string(end) + "] end before they begin");
+      return Status::Corrupt(where + ": data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
+                             "] end before they begin");
     }
     if (end > data_size) {
-      return Status::Corrupt(where + ": data_offsets [" + std::to_string(begin) + ", " +
-                             std::to_string(end) + "] run past the data section (" +
-                             std::to_string(data_size) + " bytes)");
+      return Status::Corrupt(where + ": data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
+                             "] run past the data section (" + std::to_string(data_size) + " bytes)");
     }
     if (end - begin != n_bytes) {
-      return Status::Corrupt(where + ": holds " + std::to_string(end - begin) + " bytes but " +
-                             dtype + " " + ShapeString(shape) + " needs " +
-                             std::to_string(n_bytes));
+      return Status::Corrupt(where + ": holds " + std::to_string(end - begin) + " bytes but " + dtype + " " +
+                             ShapeString(shape) + " needs " + std::to_string(n_bytes));
     }
 
     TensorView view;

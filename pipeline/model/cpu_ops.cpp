@@ -29,8 +29,8 @@ inline __m512 GgmlExp16(__m512 x) {
   const __m512 r = _mm512_set1_ps(0x1.8p23f);
   const __m512 z = _mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p+0f), r);
   const __m512 n = _mm512_sub_ps(z, r);
-  const __m512 b = _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.7f7d1cp-20f),
-                                    _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e4p-1f), x));
+  const __m512 b =
+      _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.7f7d1cp-20f), _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e4p-1f), x));
   const __mmask16 d = _mm512_cmp_ps_mask(_mm512_abs_ps(n), _mm512_set1_ps(192), _CMP_GT_OQ);
   const __m512 u = _mm512_mul_ps(b, b);
   const __m512 j = _mm512_fmadd_ps(
@@ -64,12 +64,12 @@ inline __m256 GgmlExp8(__m256 x) {
   const __m256 r = _mm256_set1_ps(0x1.8p23f);
   const __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), r);
   const __m256 n = _mm256_sub_ps(z, r);
-  const __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f),
-                                    _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
+  const __m256 b =
+      _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f), _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
   const __m256i e = _mm256_slli_epi32(_mm256_castps_si256(z), 23);
   const __m256 k = _mm256_castsi256_ps(_mm256_add_epi32(e, _mm256_castps_si256(_mm256_set1_ps(1))));
-  const __m256i c = _mm256_castps_si256(
-      _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.f), n), _mm256_set1_ps(126), _CMP_GT_OQ));
+  const __m256i c =
+      _mm256_castps_si256(_mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.f), n), _mm256_set1_ps(126), _CMP_GT_OQ));
   const __m256 u = _mm256_mul_ps(b, b);
   const __m256 j = _mm256_fmadd_ps(
       _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f)), u,
@@ -80,13 +80,14 @@ inline __m256 GgmlExp8(__m256 x) {
                                      _mm256_set1_epi32(static_cast<int>(0x82000000u)));
   const __m256 s1 = _mm256_castsi256_ps(_mm256_add_epi32(g, _mm256_set1_epi32(0x7f000000)));
   const __m256 s2 = _mm256_castsi256_ps(_mm256_sub_epi32(e, g));
-  const __m256i d = _mm256_castps_si256(
-      _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.f), n), _mm256_set1_ps(192), _CMP_GT_OQ));
+  const __m256i d =
+      _mm256_castps_si256(_mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.f), n), _mm256_set1_ps(192), _CMP_GT_OQ));
   return _mm256_or_ps(
       _mm256_and_ps(_mm256_castsi256_ps(d), _mm256_mul_ps(s1, s1)),
-      _mm256_andnot_ps(_mm256_castsi256_ps(d),
-                       _mm256_or_ps(_mm256_and_ps(_mm256_castsi256_ps(c), _mm256_mul_ps(_mm256_fmadd_ps(s2, j, s2), s1)),
-                                    _mm256_andnot_ps(_mm256_castsi256_ps(c), _mm256_fmadd_ps(k, j, k)))));
+      _mm256_andnot_ps(
+          _mm256_castsi256_ps(d),
+          _mm256_or_ps(_mm256_and_ps(_mm256_castsi256_ps(c), _mm256_mul_ps(_mm256_fmadd_ps(s2, j, s2), s1)),
+                       _mm256_andnot_ps(_mm256_castsi256_ps(c), _mm256_fmadd_ps(k, j, k)))));
 }
 
 inline __m256 GgmlSilu8(__m256 x) {
@@ -162,8 +163,7 @@ float GgmlDotF16(const uint16_t* x, const uint16_t* y, int64_t n) {
   if (np > 0) {
     __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
     for (; i < np; i += 32) {
-      for (int c = 0; c < 4; ++c)
-        acc[c] = _mm256_fmadd_ps(LoadHalf8(x + i + 8 * c), LoadHalf8(y + i + 8 * c), acc[c]);
+      for (int c = 0; c < 4; ++c) acc[c] = _mm256_fmadd_ps(LoadHalf8(x + i + 8 * c), LoadHalf8(y + i + 8 * c), acc[c]);
     }
     acc[0] = _mm256_add_ps(acc[0], acc[2]);
     acc[1] = _mm256_add_ps(acc[1], acc[3]);
@@ -203,7 +203,6 @@ double GgmlSoftMaxExp(const float* x, float max, float* y, int64_t n) {
   return sum;
 }
 
-
 void RmsNorm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* out) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * dim;
@@ -236,13 +235,12 @@ void AddInPlace(float* x, const float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] += y[i];
 }
 
-
 void ToHalf(const float* src, uint16_t* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = Fp32ToFp16(src[i]);
 }
 
-void Attention(const float* q, const uint16_t* keys, const uint16_t* values, const AttentionShape& s,
-               int64_t start, int64_t t, float* out, int threads) {
+void Attention(const float* q, const uint16_t* keys, const uint16_t* values, const AttentionShape& s, int64_t start,
+               int64_t t, float* out, int threads) {
   // llama.cpp's non-flash attention for one query row (ggml graph: kq =
   // mul_mat(k, q) with q rounded to fp16 and ggml_vec_dot_f16 per key,
   // soft_max_ext(kq * scale, causal mask), kqv = mul_mat(v^T, kq) with the
@@ -299,7 +297,8 @@ void Attention(const float* q, const uint16_t* keys, const uint16_t* values, con
           __m512 y[16];  // (acc_c0 + acc_c2) + (acc_c1 + acc_c3) for each lane
           for (int l = 0; l < 16; ++l) {
             const __m512 x0 = _mm512_add_ps(_mm512_loadu_ps(&acc[l * d + e]), _mm512_loadu_ps(&acc[(32 + l) * d + e]));
-            const __m512 x1 = _mm512_add_ps(_mm512_loadu_ps(&acc[(16 + l) * d + e]), _mm512_loadu_ps(&acc[(48 + l) * d + e]));
+            const __m512 x1 =
+                _mm512_add_ps(_mm512_loadu_ps(&acc[(16 + l) * d + e]), _mm512_loadu_ps(&acc[(48 + l) * d + e]));
             y[l] = _mm512_add_ps(x0, x1);
           }
           // _mm512_reduce_add_ps over the lanes, transposed: lanes l and
@@ -338,8 +337,7 @@ void Attention(const float* q, const uint16_t* keys, const uint16_t* values, con
       // Portable ggml: a double sum of fp32 products, position by position.
       for (int64_t e = 0; e < d; ++e) {
         double sum_e = 0.0;
-        for (int64_t j = 0; j < len; ++j)
-          sum_e += static_cast<double>(Fp16ToFp32(v[j * d + e]) * Fp16ToFp32(ph[j]));
+        for (int64_t j = 0; j < len; ++j) sum_e += static_cast<double>(Fp16ToFp32(v[j * d + e]) * Fp16ToFp32(ph[j]));
         o[e] = static_cast<float>(sum_e);
       }
     }

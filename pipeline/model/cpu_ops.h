@@ -51,8 +51,8 @@ struct AttentionShape {
 // (q rounded to fp16, ggml_vec_dot_f16 scores, ggml's softmax with its exp
 // approximation, probabilities rounded to fp16, ggml_vec_dot_f16 over the
 // positions); see cpu_ops.cpp.
-void Attention(const float* q, const uint16_t* keys, const uint16_t* values, const AttentionShape& shape,
-               int64_t start, int64_t t, float* out, int threads);
+void Attention(const float* q, const uint16_t* keys, const uint16_t* values, const AttentionShape& shape, int64_t start,
+               int64_t t, float* out, int threads);
 
 // dst[i] = fp16(src[i]) for i < n (round to nearest even).
 void ToHalf(const float* src, uint16_t* dst, int64_t n);

@@ -14,16 +14,16 @@ namespace {
 
 // One transformer block's weights, named as in GGUF.
 struct Block {
-  std::vector<float> attn_norm;           // [hidden]
-  QuantMatrix attn_q;                     // [n_heads * head_dim, hidden]
-  QuantMatrix attn_k;                     // [n_kv_heads * head_dim, hidden]
-  QuantMatrix attn_v;                     // [n_kv_heads * head_dim, hidden]
-  std::vector<float> bq, bk, bv;          // biases (Qwen2) or empty
-  QuantMatrix attn_output;                // [hidden, n_heads * head_dim]
-  std::vector<float> ffn_norm;            // [hidden]
-  QuantMatrix ffn_gate;                   // [intermediate, hidden]
-  QuantMatrix ffn_up;                     // [intermediate, hidden]
-  QuantMatrix ffn_down;                   // [hidden, intermediate]
+  std::vector<float> attn_norm;   // [hidden]
+  QuantMatrix attn_q;             // [n_heads * head_dim, hidden]
+  QuantMatrix attn_k;             // [n_kv_heads * head_dim, hidden]
+  QuantMatrix attn_v;             // [n_kv_heads * head_dim, hidden]
+  std::vector<float> bq, bk, bv;  // biases (Qwen2) or empty
+  QuantMatrix attn_output;        // [hidden, n_heads * head_dim]
+  std::vector<float> ffn_norm;    // [hidden]
+  QuantMatrix ffn_gate;           // [intermediate, hidden]
+  QuantMatrix ffn_up;             // [intermediate, hidden]
+  QuantMatrix ffn_down;           // [hidden, intermediate]
 };
 
 DecoderProbe g_probe = nullptr;

@@ -27,17 +27,17 @@ class LmHead;
 
 struct GenerateStats {
   int64_t prompt_tokens = 0;
-  int64_t generated_tokens = 0;   // tokens of the answer (an eos token is not counted)
-  int64_t decode_steps = 0;       // forward passes after the prefill
-  double prefill_seconds = 0;     // prompt through the model to the first logits
-  double decode_seconds = 0;      // every later step
+  int64_t generated_tokens = 0;  // tokens of the answer (an eos token is not counted)
+  int64_t decode_steps = 0;      // forward passes after the prefill
+  double prefill_seconds = 0;    // prompt through the model to the first logits
+  double decode_seconds = 0;     // every later step
   FinishReason finish = FinishReason::kNone;
 };
 
 struct ScoreResult {
   std::vector<int32_t> tokens;
-  std::vector<int32_t> argmax;    // [n]: argmax[i] is the most likely token after tokens[0..i]
-  std::vector<float> logprobs;    // [n-1]: logprobs[i]: log p(tokens[i+1] | tokens[0..i])
+  std::vector<int32_t> argmax;  // [n]: argmax[i] is the most likely token after tokens[0..i]
+  std::vector<float> logprobs;  // [n-1]: logprobs[i]: log p(tokens[i+1] | tokens[0..i])
 };
 
 class Engine {

@@ -2,8 +2,7 @@
 
 namespace troupe {
 
-Result<Generation> Generation::Create(const Tokenizer& tokenizer, SamplingParams params,
-                                      std::vector<int32_t> prompt) {
+Result<Generation> Generation::Create(const Tokenizer& tokenizer, SamplingParams params, std::vector<int32_t> prompt) {
   if (prompt.empty()) return Status::InvalidArgument("the prompt has no tokens");
   if (params.max_tokens <= 0) return Status::InvalidArgument("max_tokens must be positive");
   std::vector<int32_t> eos;

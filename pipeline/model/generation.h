@@ -23,7 +23,6 @@
 
 namespace troupe {
 
-
 // One sampled token. `text` is what became printable with it (may be empty:
 // an incomplete character or a possible stop string is held back). A token
 // that ends generation by being an eos id is reported with
@@ -38,8 +37,7 @@ struct TokenEvent {
 class Generation {
  public:
   // InvalidArgument when params do not validate or the prompt is empty.
-  static Result<Generation> Create(const Tokenizer& tokenizer, SamplingParams params,
-                                   std::vector<int32_t> prompt);
+  static Result<Generation> Create(const Tokenizer& tokenizer, SamplingParams params, std::vector<int32_t> prompt);
 
   // Samples from `logits` ([vocab] fp32 for the next position) and records it.
   TokenEvent Next(const float* logits, int64_t vocab);

@@ -11,8 +11,8 @@ size_t KvCacheShape::BytesFor(int64_t max_length) const {
 
 Result<std::unique_ptr<KvCache>> KvCache::Create(const KvCacheShape& shape, int64_t max_length) {
   if (shape.end_layer <= shape.begin_layer || shape.begin_layer < 0)
-    return Status::InvalidArgument("KV cache needs a non-empty layer range, got [" +
-                                   std::to_string(shape.begin_layer) + ", " + std::to_string(shape.end_layer) + ")");
+    return Status::InvalidArgument("KV cache needs a non-empty layer range, got [" + std::to_string(shape.begin_layer) +
+                                   ", " + std::to_string(shape.end_layer) + ")");
   if (max_length <= 0) return Status::InvalidArgument("KV cache max_length must be positive");
   if (shape.n_kv_heads <= 0 || shape.head_dim <= 0) return Status::InvalidArgument("KV cache needs heads and head_dim");
   std::unique_ptr<KvCache> c(new KvCache());

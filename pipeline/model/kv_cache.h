@@ -47,7 +47,9 @@ class KvCache {
   Status Check(int64_t n) const;
   void Commit(int64_t n) { length_ += n; }
   // Forgets positions from `length` on (used to replay a session).
-  void Truncate(int64_t length) { if (length < length_) length_ = length; }
+  void Truncate(int64_t length) {
+    if (length < length_) length_ = length;
+  }
 
   // [max_length, head_dim] fp16 rows of one global layer index and kv head.
   uint16_t* keys(int64_t layer, int64_t kv_head);

@@ -23,7 +23,8 @@ Result<at::Tensor> LmHead::Forward(const HiddenState& hidden) const {
   const int64_t H = config_.hidden;
   if (!hidden.defined() || hidden.dim() != 2 || hidden.size(1) != H || hidden.scalar_type() != at::kFloat ||
       !hidden.is_contiguous() || !hidden.is_cpu())
-    return Status::InvalidArgument("LM head input must be a contiguous fp32 CPU tensor [rows, " + std::to_string(H) + "]");
+    return Status::InvalidArgument("LM head input must be a contiguous fp32 CPU tensor [rows, " + std::to_string(H) +
+                                   "]");
   const int64_t rows = hidden.size(0);
   std::vector<float> xn(rows * H);
   RmsNorm(hidden.data_ptr<float>(), norm_.data(), rows, H, config_.rms_eps, xn.data());

@@ -16,8 +16,8 @@ namespace troupe {
 
 struct PromptRequest {
   std::string prompt;
-  bool chat = false;       // apply the chat template
-  std::string system;      // system message (chat only); empty = the template's default
+  bool chat = false;   // apply the chat template
+  std::string system;  // system message (chat only); empty = the template's default
   // A whole conversation (chat only; system/user/assistant turns in order).
   // When set it replaces `prompt`; `system`, when also set, goes first unless
   // the conversation already starts with a system message. The template adds

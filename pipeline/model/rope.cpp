@@ -25,8 +25,8 @@ Rope::Rope(const ModelConfig& c, std::vector<float> freq_factors)
       if (wavelen > low_wavelen) {
         f = f / s.factor;
       } else if (wavelen >= high_wavelen) {
-        const double smooth = (s.original_max_positions / wavelen - s.low_freq_factor) /
-                              (s.high_freq_factor - s.low_freq_factor);
+        const double smooth =
+            (s.original_max_positions / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
         f = (1.0 - smooth) * f / s.factor + smooth * f;
       }
     }

@@ -69,9 +69,7 @@ float QuantizeBlock256Scalar(const float* x, int8_t* q) {
 }
 
 struct ScalarOps {
-  static float Block32(const float* x, int8_t* q, int32_t* sum) {
-    return QuantizeBlock32Scalar(x, q, sum);
-  }
+  static float Block32(const float* x, int8_t* q, int32_t* sum) { return QuantizeBlock32Scalar(x, q, sum); }
   static float Block256(const float* x, int8_t* q) { return QuantizeBlock256Scalar(x, q); }
 };
 
@@ -83,8 +81,7 @@ struct Avx512Ops {
   static float Block32(const float* x, int8_t* q, int32_t* sum) {
     const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF));
     const __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
-    const float amax = _mm512_reduce_max_ps(
-        _mm512_max_ps(_mm512_and_ps(v0, abs_mask), _mm512_and_ps(v1, abs_mask)));
+    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_and_ps(v0, abs_mask), _mm512_and_ps(v1, abs_mask)));
     const __m512 id = _mm512_set1_ps(InverseScale(amax));
     const __m512i i0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, id));
     const __m512i i1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, id));
@@ -108,8 +105,7 @@ struct Avx512Ops {
     float max = 0.0f;  // the first value with |value| == amax, as the scalar scan finds
     const __m512 vmax = _mm512_set1_ps(amax);
     for (int j = 0; j < 256; j += 16) {
-      const __mmask16 hit =
-          _mm512_cmp_ps_mask(_mm512_and_ps(_mm512_loadu_ps(x + j), abs_mask), vmax, _CMP_EQ_OQ);
+      const __mmask16 hit = _mm512_cmp_ps_mask(_mm512_and_ps(_mm512_loadu_ps(x + j), abs_mask), vmax, _CMP_EQ_OQ);
       if (hit != 0) {
         max = x[j + __builtin_ctz(hit)];
         break;
@@ -123,8 +119,7 @@ struct Avx512Ops {
     const __m512 s = _mm512_set1_ps(iscale);
     const __m512i hi = _mm512_set1_epi32(127);
     for (int j = 0; j < 256; j += 16) {
-      const __m512i v =
-          _mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + j), s)), hi);
+      const __m512i v = _mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + j), s)), hi);
       _mm_storeu_si128(reinterpret_cast<__m128i*>(q + j), _mm512_cvtsepi32_epi8(v));
     }
     return 1.0f / iscale;
@@ -219,10 +214,13 @@ void QuantizeRow(ActLayout layout, const float* x, int64_t cols, uint8_t* dst) {
 ActLayout ActLayoutFor(GgmlType weight_type) {
   switch (weight_type) {
     case GgmlType::Q4_0: return ActLayout::kQ8x4;
-    case GgmlType::Q4_1: case GgmlType::Q8_0: return ActLayout::kQ8x2;
+    case GgmlType::Q4_1:
+    case GgmlType::Q8_0: return ActLayout::kQ8x2;
     case GgmlType::Q4_K: return ActLayout::kQ8KPaired;
     case GgmlType::Q6_K: return ActLayout::kQ8K;
-    case GgmlType::F32: case GgmlType::F16: case GgmlType::BF16: return ActLayout::kNone;
+    case GgmlType::F32:
+    case GgmlType::F16:
+    case GgmlType::BF16: return ActLayout::kNone;
   }
   return ActLayout::kNone;
 }
@@ -231,7 +229,8 @@ int64_t ActGroupValues(ActLayout layout) {
   switch (layout) {
     case ActLayout::kQ8x4: return 128;
     case ActLayout::kQ8x2: return 64;
-    case ActLayout::kQ8K: case ActLayout::kQ8KPaired: return 256;
+    case ActLayout::kQ8K:
+    case ActLayout::kQ8KPaired: return 256;
     case ActLayout::kNone: return 0;
   }
   return 0;
@@ -244,8 +243,8 @@ int64_t ActRowBytes(ActLayout layout, int64_t cols) {
   switch (layout) {
     case ActLayout::kQ8x4: return groups * static_cast<int64_t>(sizeof(ActGroupQ8x4));
     case ActLayout::kQ8x2: return groups * static_cast<int64_t>(sizeof(ActGroupQ8x2));
-    case ActLayout::kQ8K: case ActLayout::kQ8KPaired:
-      return groups * static_cast<int64_t>(sizeof(ActBlockQ8K));
+    case ActLayout::kQ8K:
+    case ActLayout::kQ8KPaired: return groups * static_cast<int64_t>(sizeof(ActBlockQ8K));
     case ActLayout::kNone: return 0;
   }
   return 0;

@@ -4,8 +4,8 @@
 // of those files; without them the files compile to nothing.
 #pragma once
 
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
-    defined(__AVX512VNNI__) && defined(__F16C__) && defined(__FMA__)
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__) && \
+    defined(__F16C__) && defined(__FMA__)
 #define TROUPE_HAVE_AVX512 1
 // GCC 12.2's AVX-512 headers trip -Wuninitialized on their own
 // _mm512_undefined_* placeholders (GCC bug 105593, fixed in 12.3).

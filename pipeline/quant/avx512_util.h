@@ -14,8 +14,7 @@ inline __mmask32 Mask32(int n) {
 }
 
 inline __m256 Fold256(__m512 v) {
-  return _mm256_add_ps(_mm512_castps512_ps256(v),
-                       _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+  return _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
 }
 
 // fp32 accumulator policy for tile_driver.h. The horizontal sum of v is
@@ -27,8 +26,8 @@ struct FloatAcc {
   static __m512 Zero() { return _mm512_setzero_ps(); }
   static float Sum(__m512 v) {
     const __m256 f = Fold256(v);
-    const __m256 h = _mm256_hadd_ps(f, f);    // f01 f23 f01 f23 | f45 f67 ..
-    const __m256 h2 = _mm256_hadd_ps(h, h);   // f0-3 .. | f4-7 ..
+    const __m256 h = _mm256_hadd_ps(f, f);   // f01 f23 f01 f23 | f45 f67 ..
+    const __m256 h2 = _mm256_hadd_ps(h, h);  // f0-3 .. | f4-7 ..
     return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(h2), _mm256_extractf128_ps(h2, 1)));
   }
   // out[k] = Sum(k-th argument), bit for bit.

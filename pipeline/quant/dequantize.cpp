@@ -105,9 +105,7 @@ void dequantize(GgmlType type, const uint8_t* src, float* dst, int64_t n) {
   if (bv == 0 || n <= 0) return;
   const int64_t nb = n / bv;
   switch (type) {
-    case GgmlType::F32:
-      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
-      return;
+    case GgmlType::F32: std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float)); return;
     case GgmlType::F16:
       for (int64_t i = 0; i < n; ++i) dst[i] = Fp16ToFp32(LoadU16(src + 2 * i));
       return;

@@ -54,7 +54,7 @@ inline uint16_t Fp32ToFp16(float f) {
     return static_cast<uint16_t>(sign | 0x7E00u | ((a >> 13) & 0x3FFu));
   }
   if (a >= 0x477FF000u) return sign | 0x7C00u;  // >= 65520 rounds to inf (or is inf)
-  if (a >= 0x38800000u) {                        // normal binary16 range (>= 2^-14)
+  if (a >= 0x38800000u) {                       // normal binary16 range (>= 2^-14)
     uint32_t q = ((a >> 23) - 112) << 10 | ((a >> 13) & 0x3FFu);
     const uint32_t rem = a & 0x1FFFu;
     if (rem > 0x1000u || (rem == 0x1000u && (q & 1u))) ++q;  // carry may bump the exponent

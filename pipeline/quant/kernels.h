@@ -47,10 +47,8 @@ RowsKernel GetRowsKernel(GgmlType type, Isa isa);
 
 // QuantMatrix::Multiply / MultiplyShared with an explicit instruction set
 // (kScalar when `isa` is unavailable). For tests and benchmarks.
-void MultiplyWithIsa(const QuantMatrix& w, Isa isa, const float* x, int64_t n, float* y,
-                     int threads);
-void MultiplySharedWithIsa(Isa isa, const MatmulOutput* outputs, int count, const float* x,
-                           int64_t n, int threads);
+void MultiplyWithIsa(const QuantMatrix& w, Isa isa, const float* x, int64_t n, float* y, int threads);
+void MultiplySharedWithIsa(Isa isa, const MatmulOutput* outputs, int count, const float* x, int64_t n, int threads);
 
 // Per-ISA tables, defined in kernels_<isa>.cpp.
 RowsKernel GetScalarKernel(GgmlType type);

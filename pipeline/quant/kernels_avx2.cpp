@@ -31,15 +31,9 @@ inline float HalfAt(const uint8_t* p) {
   return _cvtsh_ss(h);
 }
 
-inline __m256i LoadU256(const uint8_t* p) {
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-}
-inline __m256i Load256(const void* p) {
-  return _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
-}
-inline __m128i LoadU128(const uint8_t* p) {
-  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-}
+inline __m256i LoadU256(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+inline __m256i Load256(const void* p) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(p)); }
+inline __m128i LoadU128(const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
 
 // unsigned bytes . signed bytes, four at a time -> int32 lanes.
 inline __m256i DotU8S8(__m256i u, __m256i s) {
@@ -96,9 +90,7 @@ struct Q4Kernel : FloatAcc {
   }
 
   // The activation scale pairs this weight format multiplies (activations.h).
-  static const float* ActScales(const ActGroupQ8x4* x) {
-    return kHasMin ? x->ds_q4_1 : x->ds_q4_0;
-  }
+  static const float* ActScales(const ActGroupQ8x4* x) { return kHasMin ? x->ds_q4_1 : x->ds_q4_0; }
 
   template <int R, int T>
   static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, __m256 (&acc)[R][T]) {
@@ -111,8 +103,8 @@ struct Q4Kernel : FloatAcc {
         Pair2 w;
         if (b + 1 < nblocks) {
           const uint8_t* p1 = p + kBlockBytes;
-          const __m256i qs = _mm256_inserti128_si256(
-              _mm256_castsi128_si256(LoadU128(p + kQsOffset)), LoadU128(p1 + kQsOffset), 1);
+          const __m256i qs =
+              _mm256_inserti128_si256(_mm256_castsi128_si256(LoadU128(p + kQsOffset)), LoadU128(p1 + kQsOffset), 1);
           w = Decode(qs, DmBits(p), DmBits(p1));
         } else {
           w = Decode(_mm256_zextsi128_si256(LoadU128(p + kQsOffset)), DmBits(p), 0);
@@ -120,14 +112,12 @@ struct Q4Kernel : FloatAcc {
         const int64_t g = b / 4, half = (b / 2) % 2;
         for (int j = 0; j < T; ++j) {
           const auto* x = reinterpret_cast<const ActGroupQ8x4*>(a.xq + (t0 + j) * a.xq_stride) + g;
-          const __m256i p16 =
-              _mm256_add_epi16(_mm256_maddubs_epi16(w.lo, Load256(x->lo + 32 * half)),
-                               _mm256_maddubs_epi16(w.hi, Load256(x->hi + 32 * half)));
+          const __m256i p16 = _mm256_add_epi16(_mm256_maddubs_epi16(w.lo, Load256(x->lo + 32 * half)),
+                                               _mm256_maddubs_epi16(w.hi, Load256(x->hi + 32 * half)));
           const __m256i raw = _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
           // (d_w d_x, m s_x) pairs: scales spread over each block's lanes, min
           // terms added into lanes 1 and 3.
-          const __m256 prod =
-              _mm256_castps128_ps256(_mm_mul_ps(w.dm, _mm_load_ps(ActScales(x) + 4 * half)));
+          const __m256 prod = _mm256_castps128_ps256(_mm_mul_ps(w.dm, _mm_load_ps(ActScales(x) + 4 * half)));
           const __m256 scale = _mm256_permutevar8x32_ps(prod, spread);
           acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(raw), scale, acc[i][j]);
           acc[i][j] = _mm256_add_ps(acc[i][j], _mm256_blend_ps(_mm256_setzero_ps(), prod, 0x0A));
@@ -157,8 +147,8 @@ struct Q4_1GgmlKernel : GgmlAccPolicy {
       for (int i = 0; i < R; ++i) {
         const uint8_t* p = row0 + i * a.row_bytes + b * kBlockBytes;
         const __m128i qs = LoadU128(p + 4);
-        const __m256i wq = _mm256_and_si256(
-            _mm256_inserti128_si256(_mm256_castsi128_si256(qs), _mm_srli_epi16(qs, 4), 1), low4);
+        const __m256i wq =
+            _mm256_and_si256(_mm256_inserti128_si256(_mm256_castsi128_si256(qs), _mm_srli_epi16(qs, 4), 1), low4);
         const float dw = HalfAt(p), mw = HalfAt(p + 2);
         const int64_t g = b / 2, k = b % 2;
         for (int j = 0; j < T; ++j) {
@@ -188,12 +178,10 @@ struct Q8_0Kernel : GgmlAccPolicy {
         const __m256i w_abs = _mm256_sign_epi8(w, w);
         const float dw = HalfAt(p);
         for (int j = 0; j < T; ++j) {
-          const auto* x =
-              reinterpret_cast<const ActGroupQ8x2*>(a.xq + (t0 + j) * a.xq_stride) + b / 2;
+          const auto* x = reinterpret_cast<const ActGroupQ8x2*>(a.xq + (t0 + j) * a.xq_stride) + b / 2;
           const int k = static_cast<int>(b % 2);
           const __m256i raw = DotU8S8(w_abs, _mm256_sign_epi8(Load256(x->q + 32 * k), w));
-          acc[i][j].v = _mm256_fmadd_ps(_mm256_set1_ps(dw * x->d[k]), _mm256_cvtepi32_ps(raw),
-                                        acc[i][j].v);
+          acc[i][j].v = _mm256_fmadd_ps(_mm256_set1_ps(dw * x->d[k]), _mm256_cvtepi32_ps(raw), acc[i][j].v);
         }
       }
     }
@@ -241,12 +229,10 @@ struct Q4KKernel : FloatAcc {
       const __m128i mn16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(mn8)));
       for (int j = 0; j < T; ++j) {
         const ActBlockQ8K* x = XBlock(a, t0 + j, sb);
-        const __m128i msum =
-            _mm_madd_epi16(mn16, _mm_load_si128(reinterpret_cast<const __m128i*>(x->bsum32)));
+        const __m128i msum = _mm_madd_epi16(mn16, _mm_load_si128(reinterpret_cast<const __m128i*>(x->bsum32)));
         const __m128 mterm = _mm_mul_ps(_mm_cvtepi32_ps(msum), _mm_set1_ps(-dmin * x->d));
         acc[0][j] = _mm256_add_ps(acc[0][j], _mm256_zextps128_ps256(mterm));
-        acc[0][j] =
-            _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), _mm256_set1_ps(d * x->d), acc[0][j]);
+        acc[0][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), _mm256_set1_ps(d * x->d), acc[0][j]);
       }
     }
   }
@@ -272,18 +258,14 @@ struct Q6KKernel : FloatAcc {
         const __m256i ql1 = LoadU256(p + 64 * h + 32);
         const __m256i qh = LoadU256(p + 128 + 32 * h);
         __m256i q[4];
-        q[0] = _mm256_or_si256(_mm256_and_si256(ql0, low4),
-                               _mm256_and_si256(_mm256_slli_epi16(qh, 4), bits45));
-        q[1] = _mm256_or_si256(_mm256_and_si256(ql1, low4),
-                               _mm256_and_si256(_mm256_slli_epi16(qh, 2), bits45));
-        q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4),
-                               _mm256_and_si256(qh, bits45));
+        q[0] = _mm256_or_si256(_mm256_and_si256(ql0, low4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), bits45));
+        q[1] = _mm256_or_si256(_mm256_and_si256(ql1, low4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), bits45));
+        q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4), _mm256_and_si256(qh, bits45));
         q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4),
                                _mm256_and_si256(_mm256_srli_epi16(qh, 2), bits45));
         for (int k = 0; k < 4; ++k) {
           const int s = 8 * h + 2 * k;
-          const __m256i scales =
-              _mm256_set_m128i(_mm_set1_epi16(sc[s + 1]), _mm_set1_epi16(sc[s]));
+          const __m256i scales = _mm256_set_m128i(_mm_set1_epi16(sc[s + 1]), _mm_set1_epi16(sc[s]));
           for (int j = 0; j < T; ++j) {
             const ActBlockQ8K* x = XBlock(a, t0 + j, sb);
             isum[j] = _mm256_add_epi32(isum[j], DotScaled(q[k], x->q + 128 * h + 32 * k, scales));
@@ -296,8 +278,7 @@ struct Q6KKernel : FloatAcc {
         const ActBlockQ8K* x = XBlock(a, t0 + j, sb);
         const __m256i corr = _mm256_madd_epi16(sc16, Load256(x->bsum16));
         isum[j] = _mm256_sub_epi32(isum[j], _mm256_slli_epi32(corr, 5));
-        acc[0][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), _mm256_set1_ps(d * x->d),
-                                    acc[0][j]);
+        acc[0][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), _mm256_set1_ps(d * x->d), acc[0][j]);
       }
     }
   }
@@ -306,9 +287,7 @@ struct Q6KKernel : FloatAcc {
 // Float weights, 8 columns per step; the column tail goes through a
 // zero-padded stack buffer.
 struct LoadF32 {
-  static __m256 Load(const uint8_t* row, int64_t c) {
-    return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + c);
-  }
+  static __m256 Load(const uint8_t* row, int64_t c) { return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + c); }
   static float At(const uint8_t* row, int64_t c) {
     float v;
     std::memcpy(&v, row + 4 * c, sizeof v);
@@ -316,9 +295,7 @@ struct LoadF32 {
   }
 };
 struct LoadF16 {
-  static __m256 Load(const uint8_t* row, int64_t c) {
-    return _mm256_cvtph_ps(LoadU128(row + 2 * c));
-  }
+  static __m256 Load(const uint8_t* row, int64_t c) { return _mm256_cvtph_ps(LoadU128(row + 2 * c)); }
   static float At(const uint8_t* row, int64_t c) { return HalfAt(row + 2 * c); }
 };
 struct LoadBf16 {

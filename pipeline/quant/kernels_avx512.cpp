@@ -59,9 +59,8 @@ struct Q4_0Format {
   static constexpr int64_t kBlockBytes = 18;
   static const float* ActScales(const ActGroupQ8x4* x) { return x->ds_q4_0; }  // (d, d sum)
   static Q4Group Decode(__m512i a, __m512i b) {
-    alignas(64) static const int16_t kQs[32] = {1,  2,  3,  4,  5,  6,  7,  8,  10, 11, 12,
-                                                13, 14, 15, 16, 17, 19, 20, 21, 22, 23, 24,
-                                                25, 26, 28, 29, 30, 31, 32, 33, 34, 35};
+    alignas(64) static const int16_t kQs[32] = {1,  2,  3,  4,  5,  6,  7,  8,  10, 11, 12, 13, 14, 15, 16, 17,
+                                                19, 20, 21, 22, 23, 24, 25, 26, 28, 29, 30, 31, 32, 33, 34, 35};
     alignas(64) static const int16_t kD[32] = {0, 0, 9, 9, 18, 18, 27, 27};  // (d_k, d_k)
     const __m512i qs = _mm512_permutex2var_epi16(a, _mm512_load_si512(kQs), b);
     const __m512i d = _mm512_permutexvar_epi16(_mm512_load_si512(kD), a);
@@ -71,8 +70,8 @@ struct Q4_0Format {
             _mm256_mul_ps(_mm256_cvtph_ps(_mm512_castsi512_si128(d)), offset)};
   }
   static Q4Group Load(const uint8_t* p) {
-    return Decode(_mm512_loadu_si512(p), _mm512_castsi128_si512(_mm_loadl_epi64(
-                                             reinterpret_cast<const __m128i*>(p + 64))));
+    return Decode(_mm512_loadu_si512(p),
+                  _mm512_castsi128_si512(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 64))));
   }
   static Q4Group LoadTail(const uint8_t* p, int nb) {
     return Decode(_mm512_maskz_loadu_epi16(Mask32(9 * nb), p), _mm512_setzero_si512());
@@ -87,16 +86,13 @@ struct Q4Kernel : avx512::FloatAcc {
   // -8 d_k * d_x sum_k for Q4_0) are added into lanes 1, 3, 5, 7 (any lane
   // works: rows are summed whole).
   template <int T>
-  static void Step(const MatmulArgs& a, const Q4Group& w, int64_t t0, int64_t g,
-                   __m512 (&acc)[T]) {
-    alignas(64) static const int32_t kSpread[16] = {0, 0, 0, 0, 2, 2, 2, 2,
-                                                    4, 4, 4, 4, 6, 6, 6, 6};
+  static void Step(const MatmulArgs& a, const Q4Group& w, int64_t t0, int64_t g, __m512 (&acc)[T]) {
+    alignas(64) static const int32_t kSpread[16] = {0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6};
     for (int j = 0; j < T; ++j) {
       const auto* x = reinterpret_cast<const ActGroupQ8x4*>(a.xq + (t0 + j) * a.xq_stride) + g;
       __m512i raw = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.lo, _mm512_load_si512(x->lo));
       raw = _mm512_dpbusd_epi32(raw, w.hi, _mm512_load_si512(x->hi));
-      const __m512 prod =
-          _mm512_castps256_ps512(_mm256_mul_ps(w.dm, _mm256_load_ps(F::ActScales(x))));
+      const __m512 prod = _mm512_castps256_ps512(_mm256_mul_ps(w.dm, _mm256_load_ps(F::ActScales(x))));
       const __m512 scale = _mm512_permutexvar_ps(_mm512_load_si512(kSpread), prod);
       acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(raw), scale, acc[j]);
       acc[j] = _mm512_mask_add_ps(acc[j], 0xAA, acc[j], prod);
@@ -135,24 +131,20 @@ struct Q8_0Kernel : avx512::FloatAcc {
   static constexpr int64_t kBlockBytes = 34;
 
   static Q8Group Decode(__m512i a, __m512i b) {
-    alignas(64) static const int16_t kQs[32] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11,
-                                                12, 13, 14, 15, 16, 18, 19, 20, 21, 22, 23,
-                                                24, 25, 26, 27, 28, 29, 30, 31, 32, 33};
+    alignas(64) static const int16_t kQs[32] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16,
+                                                18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33};
     alignas(64) static const int16_t kD[32] = {0, 17};
     const __m512i qs = _mm512_permutex2var_epi16(a, _mm512_load_si512(kQs), b);
     const __m512i d = _mm512_permutexvar_epi16(_mm512_load_si512(kD), a);
-    return {_mm512_xor_si512(qs, _mm512_set1_epi8(static_cast<char>(0x80))),
-            _mm_cvtph_ps(_mm512_castsi512_si128(d))};
+    return {_mm512_xor_si512(qs, _mm512_set1_epi8(static_cast<char>(0x80))), _mm_cvtph_ps(_mm512_castsi512_si128(d))};
   }
 
   // raw = sum (w + 128) x; subtracting 128 * sum(x) of each block from one
   // of its lanes (0 and 9: the even/odd halves of a 64-bit broadcast of the
   // two corrections) leaves sum w x exactly.
   template <int T>
-  static void Step(const MatmulArgs& a, const Q8Group& w, int64_t t0, int64_t g,
-                   __m512 (&acc)[T]) {
-    alignas(64) static const int32_t kSpread[16] = {0, 0, 0, 0, 0, 0, 0, 0,
-                                                    1, 1, 1, 1, 1, 1, 1, 1};
+  static void Step(const MatmulArgs& a, const Q8Group& w, int64_t t0, int64_t g, __m512 (&acc)[T]) {
+    alignas(64) static const int32_t kSpread[16] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1};
     for (int j = 0; j < T; ++j) {
       const auto* x = reinterpret_cast<const ActGroupQ8x2*>(a.xq + (t0 + j) * a.xq_stride) + g;
       __m512i raw = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.wq, _mm512_load_si512(x->q));
@@ -160,8 +152,8 @@ struct Q8_0Kernel : avx512::FloatAcc {
       std::memcpy(&corr, x->corr, sizeof corr);
       raw = _mm512_mask_sub_epi32(raw, 0x0201, raw, _mm512_set1_epi64(corr));
       const __m128 dx = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(x->d)));
-      const __m512 scale = _mm512_permutexvar_ps(_mm512_load_si512(kSpread),
-                                                 _mm512_castps128_ps512(_mm_mul_ps(w.d, dx)));
+      const __m512 scale =
+          _mm512_permutexvar_ps(_mm512_load_si512(kSpread), _mm512_castps128_ps512(_mm_mul_ps(w.d, dx)));
       acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(raw), scale, acc[j]);
     }
   }
@@ -176,16 +168,14 @@ struct Q8_0Kernel : avx512::FloatAcc {
         const uint8_t* p = row0 + i * a.row_bytes + g * 2 * kBlockBytes;
         int32_t last;
         std::memcpy(&last, p + 64, sizeof last);
-        const Q8Group w =
-            Decode(_mm512_loadu_si512(p), _mm512_castsi128_si512(_mm_cvtsi32_si128(last)));
+        const Q8Group w = Decode(_mm512_loadu_si512(p), _mm512_castsi128_si512(_mm_cvtsi32_si128(last)));
         Step<T>(a, w, t0, g, acc[i]);
       }
     }
     if (nblocks % 2 != 0) {  // one block left: words 0..16
       for (int i = 0; i < R; ++i) {
         const uint8_t* p = row0 + i * a.row_bytes + full * 2 * kBlockBytes;
-        Step<T>(a, Decode(_mm512_maskz_loadu_epi16(Mask32(17), p), _mm512_setzero_si512()), t0,
-                full, acc[i]);
+        Step<T>(a, Decode(_mm512_maskz_loadu_epi16(Mask32(17), p), _mm512_setzero_si512()), t0, full, acc[i]);
       }
     }
   }
@@ -291,8 +281,7 @@ struct Q8_0GgmlKernel : GgmlAccPolicy {
         const uint8_t* p = row0 + i * a.row_bytes + g * 2 * kBlockBytes;
         int32_t last;
         std::memcpy(&last, p + 64, sizeof last);
-        const Q8Group w =
-            Q8_0Kernel::Decode(_mm512_loadu_si512(p), _mm512_castsi128_si512(_mm_cvtsi32_si128(last)));
+        const Q8Group w = Q8_0Kernel::Decode(_mm512_loadu_si512(p), _mm512_castsi128_si512(_mm_cvtsi32_si128(last)));
         for (int j = 0; j < T; ++j) Step(a, w, t0 + j, g, 2, acc[i][j]);
       }
     }
@@ -317,21 +306,13 @@ struct LoadF16 {
   static __m512 Load(const uint8_t* p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
-  static __m512 LoadMasked(const uint8_t* p, __mmask16 m) {
-    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
-  }
+  static __m512 LoadMasked(const uint8_t* p, __mmask16 m) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
 };
 struct LoadBf16 {
   static constexpr int kBytes = 2;
-  static __m512 Widen(__m256i v) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
-  }
-  static __m512 Load(const uint8_t* p) {
-    return Widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-  }
-  static __m512 LoadMasked(const uint8_t* p, __mmask16 m) {
-    return Widen(_mm256_maskz_loadu_epi16(m, p));
-  }
+  static __m512 Widen(__m256i v) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16)); }
+  static __m512 Load(const uint8_t* p) { return Widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static __m512 LoadMasked(const uint8_t* p, __mmask16 m) { return Widen(_mm256_maskz_loadu_epi16(m, p)); }
 };
 
 template <class L>
@@ -373,7 +354,8 @@ RowsKernel GetAvx512Kernel(GgmlType type) {
     case GgmlType::Q4_0: return tiling::Rows<Q4Kernel<Q4_0Format>>;
     case GgmlType::Q4_1: return tiling::Rows<Q4_1GgmlKernel>;
     case GgmlType::Q8_0: return tiling::Rows<Q8_0GgmlKernel>;
-    case GgmlType::Q4_K: case GgmlType::Q6_K: return GetAvx512KQuantKernel(type);
+    case GgmlType::Q4_K:
+    case GgmlType::Q6_K: return GetAvx512KQuantKernel(type);
   }
   return nullptr;
 }

@@ -90,8 +90,7 @@ struct Q4KKernel : avx512::FloatAcc {
         isum = _mm512_add_epi32(isum, DotScaled(q[2], x->q + 128, s[2]));
         isum = _mm512_add_epi32(isum, DotScaled(q[3], x->q + 192, s[3]));
         acc[0][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(d * x->d), acc[0][j]);
-        const __m128i msum =
-            _mm_madd_epi16(mn16, _mm_load_si128(reinterpret_cast<const __m128i*>(x->bsum32)));
+        const __m128i msum = _mm_madd_epi16(mn16, _mm_load_si128(reinterpret_cast<const __m128i*>(x->bsum32)));
         acc_min[j] = _mm_fmadd_ps(_mm_cvtepi32_ps(msum), _mm_set1_ps(-dmin * x->d), acc_min[j]);
       }
     }
@@ -120,20 +119,16 @@ struct Q6KKernel : avx512::FloatAcc {
     for (int64_t sb = 0; sb < a.cols / 256; ++sb) {
       const uint8_t* p = row + sb * kBlockBytes;
       const float d = HalfAt(p + 208);
-      const __m256i sc16 =
-          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 192)));
+      const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 192)));
       const __m512i scz = _mm512_castsi256_si512(sc16);
       __m512i q[4], s[4];
       for (int h = 0; h < 2; ++h) {
         const __m512i ql = _mm512_loadu_si512(p + 64 * h);
         const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 128 + 32 * h));
         // Bytes 0..31 use qh bits 0-1 / 4-5, bytes 32..63 bits 2-3 / 6-7.
-        const __m512i qhz =
-            _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
-        q[2 * h] = _mm512_or_si512(_mm512_and_si512(ql, low4),
-                                   _mm512_and_si512(_mm512_slli_epi16(qhz, 4), bits45));
-        q[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4),
-                                       _mm512_and_si512(qhz, bits45));
+        const __m512i qhz = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
+        q[2 * h] = _mm512_or_si512(_mm512_and_si512(ql, low4), _mm512_and_si512(_mm512_slli_epi16(qhz, 4), bits45));
+        q[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4), _mm512_and_si512(qhz, bits45));
         s[2 * h] = _mm512_permutexvar_epi16(sc_index[2 * h], scz);
         s[2 * h + 1] = _mm512_permutexvar_epi16(sc_index[2 * h + 1], scz);
       }
@@ -144,8 +139,7 @@ struct Q6KKernel : avx512::FloatAcc {
         isum = _mm512_add_epi32(isum, DotScaled(q[2], x->q + 128, s[2]));
         isum = _mm512_add_epi32(isum, DotScaled(q[3], x->q + 192, s[3]));
         // q - 32: subtract 32 * sum_k scale_k * bsum16_k.
-        const __m256i corr =
-            _mm256_madd_epi16(sc16, _mm256_load_si256(reinterpret_cast<const __m256i*>(x->bsum16)));
+        const __m256i corr = _mm256_madd_epi16(sc16, _mm256_load_si256(reinterpret_cast<const __m256i*>(x->bsum16)));
         isum = _mm512_sub_epi32(isum, _mm512_zextsi256_si512(_mm256_slli_epi32(corr, 5)));
         acc[0][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(d * x->d), acc[0][j]);
       }

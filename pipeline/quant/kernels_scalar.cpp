@@ -113,8 +113,7 @@ float DotQ4K(const uint8_t* w, const uint8_t* xq, int64_t cols) {
       isum += sc[2 * c] * lo + sc[2 * c + 1] * hi;
     }
     for (int i = 0; i < 8; ++i) msum += m[i] * x.bsum32[i];
-    acc += Fp16ToFp32(blk.d) * x.d * static_cast<float>(isum) -
-           Fp16ToFp32(blk.dmin) * x.d * static_cast<float>(msum);
+    acc += Fp16ToFp32(blk.d) * x.d * static_cast<float>(isum) - Fp16ToFp32(blk.dmin) * x.d * static_cast<float>(msum);
   }
   return acc;
 }

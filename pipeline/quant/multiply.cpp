@@ -113,14 +113,12 @@ RowsKernel GetRowsKernel(GgmlType type, Isa isa) {
   return nullptr;
 }
 
-void MultiplyWithIsa(const QuantMatrix& w, Isa isa, const float* x, int64_t n, float* y,
-                     int threads) {
+void MultiplyWithIsa(const QuantMatrix& w, Isa isa, const float* x, int64_t n, float* y, int threads) {
   const MatmulOutput out{&w, y};
   MultiplySharedWithIsa(isa, &out, 1, x, n, threads);
 }
 
-void MultiplySharedWithIsa(Isa isa, const MatmulOutput* outputs, int count, const float* x,
-                           int64_t n, int threads) {
+void MultiplySharedWithIsa(Isa isa, const MatmulOutput* outputs, int count, const float* x, int64_t n, int threads) {
   if (n <= 0 || count <= 0) return;
   if (count > kMaxOutputs) {  // rare: split into several calls
     MultiplySharedWithIsa(isa, outputs, kMaxOutputs, x, n, threads);

@@ -22,8 +22,7 @@ class QuantMatrix {
   QuantMatrix() = default;
   // Fails when the type is unsupported, cols is not a multiple of the block
   // size, or n_bytes does not equal rows * ggml_row_bytes(type, cols).
-  static Result<QuantMatrix> Create(GgmlType type, int64_t rows, int64_t cols,
-                                    const uint8_t* data, size_t n_bytes);
+  static Result<QuantMatrix> Create(GgmlType type, int64_t rows, int64_t cols, const uint8_t* data, size_t n_bytes);
   static Result<QuantMatrix> FromView(const TensorView& view);  // 2-D views only
 
   GgmlType type() const { return type_; }
@@ -67,8 +66,7 @@ struct MatmulOutput {
 // weight bytes. Every W_i should have the same cols (otherwise this falls back
 // to one Multiply each); outputs must not overlap. Thread-safe like Multiply;
 // each y_i is bit-identical to W_i.Multiply(x, n, y_i).
-void MultiplyShared(const MatmulOutput* outputs, int count, const float* x, int64_t n,
-                    int threads = 0);
+void MultiplyShared(const MatmulOutput* outputs, int count, const float* x, int64_t n, int threads = 0);
 
 // Expands n values (a whole number of blocks) of `type` at src into dst.
 void dequantize(GgmlType type, const uint8_t* src, float* dst, int64_t n);

@@ -33,9 +33,8 @@ float MaxLogit(const std::vector<Candidate>& cands) {
 void KeepAboveLogRatio(double log_ratio, float max_logit, std::vector<Candidate>* cands) {
   const Candidate first = (*cands)[FirstInRank(*cands)];
   const double cut = log_ratio - kThresholdSlack;
-  auto end = std::remove_if(cands->begin(), cands->end(), [&](const Candidate& c) {
-    return !(static_cast<double>(c.logit) - max_logit >= cut);
-  });
+  auto end = std::remove_if(cands->begin(), cands->end(),
+                            [&](const Candidate& c) { return !(static_cast<double>(c.logit) - max_logit >= cut); });
   cands->resize(static_cast<size_t>(end - cands->begin()));
   if (cands->empty()) cands->push_back(first);  // capacity is there: no allocation
 }
@@ -54,8 +53,7 @@ void Softmax(std::vector<Candidate>* cands) {
   for (Candidate& c : *cands) c.p = static_cast<float>(c.p * inv);
 }
 
-void RecentDistinctIds(const std::vector<int32_t>& history, int32_t last_n,
-                       std::vector<int32_t>* ids) {
+void RecentDistinctIds(const std::vector<int32_t>& history, int32_t last_n, std::vector<int32_t>* ids) {
   const size_t n = history.size();
   const size_t window = last_n < 0 ? n : std::min(n, static_cast<size_t>(last_n));
   ids->assign(history.end() - static_cast<std::ptrdiff_t>(window), history.end());
@@ -63,8 +61,7 @@ void RecentDistinctIds(const std::vector<int32_t>& history, int32_t last_n,
   ids->erase(std::unique(ids->begin(), ids->end()), ids->end());
 }
 
-void ApplyRepetitionPenalty(const std::vector<int32_t>& ids, float penalty,
-                            std::vector<Candidate>* by_id) {
+void ApplyRepetitionPenalty(const std::vector<int32_t>& ids, float penalty, std::vector<Candidate>* by_id) {
   if (penalty == 1.0f) return;
   const int64_t vocab = static_cast<int64_t>(by_id->size());
   for (int32_t id : ids) {
@@ -89,9 +86,9 @@ void KeepTopP(float top_p, std::vector<Candidate>* cands) {
   // Tokens below `negligible` hold less than (1 - target) / 2 together, so the
   // nucleus lies inside the rest: drop them first with one cheap pass.
   const double negligible = (1.0 - target) / (2.0 * static_cast<double>(cands->size()));
-  cands->erase(std::remove_if(cands->begin(), cands->end(),
-                              [negligible](const Candidate& c) { return c.p < negligible; }),
-               cands->end());
+  cands->erase(
+      std::remove_if(cands->begin(), cands->end(), [negligible](const Candidate& c) { return c.p < negligible; }),
+      cands->end());
   // Invariant: [begin, lo) ranks before [lo, hi), is kept, and holds
   // probability `below` < target; the cut lies in [lo, hi).
   auto lo = cands->begin();
@@ -158,9 +155,7 @@ void ApplyTemperature(float temperature, std::vector<Candidate>* cands) {
   for (Candidate& c : *cands) c.logit = (c.logit - m) / temperature;
 }
 
-int32_t ArgmaxId(const std::vector<Candidate>& cands) {
-  return cands.empty() ? -1 : cands[FirstInRank(cands)].id;
-}
+int32_t ArgmaxId(const std::vector<Candidate>& cands) { return cands.empty() ? -1 : cands[FirstInRank(cands)].id; }
 
 int32_t DrawId(const std::vector<Candidate>& cands, double u) {
   double sum = 0.0;

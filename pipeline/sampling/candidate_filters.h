@@ -53,16 +53,14 @@ void Softmax(std::vector<Candidate>* cands);
 // The distinct ids among the last `last_n` entries of `history`, sorted
 // ascending, written to *ids (capacity reused). last_n = 0: none; last_n < 0:
 // the whole history.
-void RecentDistinctIds(const std::vector<int32_t>& history, int32_t last_n,
-                       std::vector<int32_t>* ids);
+void RecentDistinctIds(const std::vector<int32_t>& history, int32_t last_n, std::vector<int32_t>* ids);
 
 // Repetition penalty (llama.cpp semantics), applied once per id in `ids`
 // (which must be distinct): logit > 0 becomes logit / penalty, logit <= 0
 // becomes logit * penalty. `by_id` must be indexed by id ((*by_id)[i].id == i);
 // ids outside [0, size) and -inf logits are ignored; a finite logit stays
 // finite (clamped to the float range). penalty == 1 does nothing.
-void ApplyRepetitionPenalty(const std::vector<int32_t>& ids, float penalty,
-                            std::vector<Candidate>* by_id);
+void ApplyRepetitionPenalty(const std::vector<int32_t>& ids, float penalty, std::vector<Candidate>* by_id);
 
 // Top-k: keeps the k first candidates in rank order and sorts them into rank
 // order. k <= 0 or k >= size: no-op. Cost O(n log k) (partial sort).

@@ -23,9 +23,7 @@ inline uint64_t Mix64(uint64_t x) {
 }
 
 // 64 random bits for (seed, step).
-inline uint64_t BitsAt(uint64_t seed, uint64_t step) {
-  return Mix64(Mix64(seed) + step * 0x9E3779B97F4A7C15ull);
-}
+inline uint64_t BitsAt(uint64_t seed, uint64_t step) { return Mix64(Mix64(seed) + step * 0x9E3779B97F4A7C15ull); }
 
 // A double in [0, 1) with 53 random bits, for (seed, step).
 inline double UniformAt(uint64_t seed, uint64_t step) {

@@ -35,12 +35,9 @@ Result<Sampler> Sampler::Create(SamplingParams params, std::vector<int32_t> eos_
   return Sampler(std::move(params), std::move(eos_ids));
 }
 
-bool Sampler::IsEos(int32_t token) const {
-  return std::binary_search(eos_ids_.begin(), eos_ids_.end(), token);
-}
+bool Sampler::IsEos(int32_t token) const { return std::binary_search(eos_ids_.begin(), eos_ids_.end(), token); }
 
-int32_t Sampler::Sample(const float* logits, int64_t vocab, int64_t step,
-                        const std::vector<int32_t>& history) {
+int32_t Sampler::Sample(const float* logits, int64_t vocab, int64_t step, const std::vector<int32_t>& history) {
   if (logits == nullptr || vocab < 1 || vocab > std::numeric_limits<int32_t>::max()) return -1;
 
   LoadCandidates(logits, vocab, history);
@@ -49,8 +46,7 @@ int32_t Sampler::Sample(const float* logits, int64_t vocab, int64_t step,
 
   // Impossible tokens leave the list; if none is possible, fall back to argmax
   // (the lowest id, as every logit is -inf).
-  auto end = std::remove_if(cands_.begin(), cands_.end(),
-                            [](const Candidate& c) { return c.logit == kNegInf; });
+  auto end = std::remove_if(cands_.begin(), cands_.end(), [](const Candidate& c) { return c.logit == kNegInf; });
   if (end == cands_.begin()) return ArgmaxId(cands_);
   cands_.resize(static_cast<size_t>(end - cands_.begin()));
 
@@ -64,8 +60,7 @@ int32_t Sampler::Sample(const float* logits, int64_t vocab, int64_t step,
   return DrawId(cands_, UniformAt(params_.seed, static_cast<uint64_t>(step)));
 }
 
-void Sampler::LoadCandidates(const float* logits, int64_t vocab,
-                             const std::vector<int32_t>& history) {
+void Sampler::LoadCandidates(const float* logits, int64_t vocab, const std::vector<int32_t>& history) {
   cands_.resize(static_cast<size_t>(vocab));
   for (int32_t i = 0; i < static_cast<int32_t>(vocab); ++i) {
     cands_[static_cast<size_t>(i)] = Candidate{i, Sanitize(logits[i]), 0.0f};

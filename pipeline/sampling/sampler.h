@@ -60,8 +60,7 @@ class Sampler {
   // The token to emit at `step` (0 for the first new token). logits: [vocab]
   // f32 for the position being generated. history: prompt + tokens generated
   // so far (the repetition-penalty window).
-  int32_t Sample(const float* logits, int64_t vocab, int64_t step,
-                 const std::vector<int32_t>& history);
+  int32_t Sample(const float* logits, int64_t vocab, int64_t step, const std::vector<int32_t>& history);
 
   // True if `token` is one of the eos ids.
   bool IsEos(int32_t token) const;
@@ -77,10 +76,10 @@ class Sampler {
   void OrderById(int64_t vocab);
 
   SamplingParams params_;
-  std::vector<int32_t> eos_ids_;    // sorted, distinct
-  std::vector<Candidate> cands_;    // scratch: the working candidate list
-  std::vector<int32_t> recent_;     // scratch: ids in the penalty window
-  std::vector<float> by_id_;        // scratch: [vocab] logits for OrderById
+  std::vector<int32_t> eos_ids_;  // sorted, distinct
+  std::vector<Candidate> cands_;  // scratch: the working candidate list
+  std::vector<int32_t> recent_;   // scratch: ids in the penalty window
+  std::vector<float> by_id_;      // scratch: [vocab] logits for OrderById
 };
 
 }  // namespace troupe

@@ -9,8 +9,7 @@ namespace troupe::text {
 
 Result<std::unique_ptr<BpeModel>> BpeModel::Create(const std::vector<std::string>& tokens,
                                                    const std::vector<TokenType>& types,
-                                                   const std::vector<std::string>& merges,
-                                                   bool ignore_merges) {
+                                                   const std::vector<std::string>& merges, bool ignore_merges) {
   auto model = std::unique_ptr<BpeModel>(new BpeModel());
   model->ignore_merges_ = ignore_merges;
   model->vocab_.reserve(tokens.size());
@@ -50,7 +49,7 @@ Result<std::unique_ptr<BpeModel>> BpeModel::Create(const std::vector<std::string
     auto right_id = model->Find(right);
     auto merged_id = model->Find(std::string(left) + std::string(right));
     if (!left_id || !right_id || !merged_id) {
-      std::string missing = !left_id ? std::string(left)
+      std::string missing = !left_id    ? std::string(left)
                             : !right_id ? std::string(right)
                                         : std::string(left) + std::string(right);
       return Status::InvalidArgument("merge " + std::to_string(rank) + " '" + merge +
@@ -124,9 +123,7 @@ void BpeModel::Merge(std::string_view piece, std::vector<int32_t>* out) const {
     int32_t rank;
     int32_t pos;  // left symbol
     int32_t merged_id;
-    bool operator>(const Candidate& o) const {
-      return rank != o.rank ? rank > o.rank : pos > o.pos;
-    }
+    bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
   };
   std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> queue;
   auto push_pair = [&](int32_t pos) {

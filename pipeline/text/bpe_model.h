@@ -35,9 +35,8 @@ class BpeModel {
   // `tokens[id]` is the token text as stored in the vocabulary (byte-unicode
   // form for normal tokens). When two ids share a text the lower id wins.
   static Result<std::unique_ptr<BpeModel>> Create(const std::vector<std::string>& tokens,
-                                                   const std::vector<TokenType>& types,
-                                                   const std::vector<std::string>& merges,
-                                                   bool ignore_merges);
+                                                  const std::vector<TokenType>& types,
+                                                  const std::vector<std::string>& merges, bool ignore_merges);
 
   // Appends the ids for the raw bytes of one piece to `out`.
   void EncodePiece(std::string_view piece, std::vector<int32_t>* out) const;

@@ -6,9 +6,7 @@ namespace troupe::text {
 namespace {
 
 // Whether GPT-2 keeps byte `b` as the character with the same code point.
-bool IsPrintableByte(int b) {
-  return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-}
+bool IsPrintableByte(int b) { return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF); }
 
 struct Tables {
   std::array<std::string, 256> byte_to_text;
@@ -104,8 +102,7 @@ std::optional<uint32_t> DecodeUtf8(std::string_view s, size_t* len) {
     cp = (cp << 6) | (p[i] & 0x3F);
   }
   // Reject overlong forms, surrogates and code points past U+10FFFF.
-  if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-      (cp >= 0xD800 && cp <= 0xDFFF)) {
+  if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
     return std::nullopt;
   }
   *len = static_cast<size_t>(n);

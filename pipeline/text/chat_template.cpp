@@ -31,8 +31,8 @@ std::vector<Tag> SplitJinja(std::string_view src) {
   size_t pos = 0;
   while (pos < src.size()) {
     size_t open = src.find('{', pos);
-    while (open != std::string_view::npos && open + 1 < src.size() && src[open + 1] != '{' &&
-           src[open + 1] != '%' && src[open + 1] != '#') {
+    while (open != std::string_view::npos && open + 1 < src.size() && src[open + 1] != '{' && src[open + 1] != '%' &&
+           src[open + 1] != '#') {
       open = src.find('{', open + 1);
     }
     if (open == std::string_view::npos || open + 1 >= src.size()) {
@@ -134,8 +134,7 @@ std::optional<std::string> ConstantOutput(const std::vector<Tag>& tags, size_t b
 // Whether an `if` condition tests that the first message is (==) or is not
 // (!=) a system message. Sets *negated for "!=".
 bool TestsFirstRoleIsSystem(std::string_view cond, bool* negated) {
-  if (cond.find("messages[0]") == std::string_view::npos ||
-      cond.find("role") == std::string_view::npos ||
+  if (cond.find("messages[0]") == std::string_view::npos || cond.find("role") == std::string_view::npos ||
       (cond.find("'system'") == std::string_view::npos && cond.find("\"system\"") == std::string_view::npos)) {
     return false;
   }
@@ -198,17 +197,16 @@ Result<ChatTemplate> ChatTemplate::Create(std::string_view jinja_source, const T
   } else if (chatml_at != std::string_view::npos || tokenizer.TokenId("<|im_start|>")) {
     t.format_ = ChatFormat::kChatMl;  // recognised, or the fallback
   } else {
-    return Status::Unsupported(
-        "chat template is " + std::string(jinja_source.empty() ? "empty" : "not ChatML or Llama-3") +
-        " and the vocabulary has no <|im_start|> to fall back on ChatML");
+    return Status::Unsupported("chat template is " +
+                               std::string(jinja_source.empty() ? "empty" : "not ChatML or Llama-3") +
+                               " and the vocabulary has no <|im_start|> to fall back on ChatML");
   }
   const bool chatml = t.format_ == ChatFormat::kChatMl;
-  for (const char* marker : chatml ? std::vector<const char*>{"<|im_start|>", "<|im_end|>"}
-                                   : std::vector<const char*>{"<|start_header_id|>", "<|end_header_id|>",
-                                                              "<|eot_id|>"}) {
+  for (const char* marker : chatml
+                                ? std::vector<const char*>{"<|im_start|>", "<|im_end|>"}
+                                : std::vector<const char*>{"<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"}) {
     if (!tokenizer.TokenId(marker)) {
-      return Status::Unsupported(std::string("chat template needs token ") + marker +
-                                 ", which the vocabulary lacks");
+      return Status::Unsupported(std::string("chat template needs token ") + marker + ", which the vocabulary lacks");
     }
   }
   t.default_system_ = FindDefaultSystemMessage(jinja_source);
@@ -225,8 +223,7 @@ Result<ChatTemplate> ChatTemplate::Create(std::string_view jinja_source, const T
   return t;
 }
 
-Result<std::string> ChatTemplate::Render(const std::vector<ChatMessage>& messages,
-                                         bool add_generation_prompt) const {
+Result<std::string> ChatTemplate::Render(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
   for (size_t i = 0; i < messages.size(); ++i) {
     if (messages[i].role.empty()) {
       return Status::InvalidArgument("chat message " + std::to_string(i) + " has an empty role");

@@ -40,7 +40,7 @@
 namespace troupe {
 
 struct ChatMessage {
-  std::string role;     // "system", "user", "assistant", ...
+  std::string role;  // "system", "user", "assistant", ...
   std::string content;
 };
 

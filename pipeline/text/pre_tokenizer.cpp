@@ -5,8 +5,7 @@
 
 namespace troupe::text {
 
-const char kGpt2Pattern[] =
-    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+const char kGpt2Pattern[] = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 const char kLlama3Pattern[] =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 const char kQwen2Pattern[] =
@@ -53,13 +52,11 @@ class Pcre2Regex {
     int error = 0;
     PCRE2_SIZE offset = 0;
     pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.c_str()), pattern.size(),
-                                     PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &error,
-                                     &offset, nullptr);
+                                     PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &error, &offset, nullptr);
     if (code == nullptr) {
       PCRE2_UCHAR message[256];
       pcre2_get_error_message(error, message, sizeof(message));
-      return Status::Internal("pre-tokenizer regex does not compile at offset " +
-                              std::to_string(offset) + ": " +
+      return Status::Internal("pre-tokenizer regex does not compile at offset " + std::to_string(offset) + ": " +
                               reinterpret_cast<const char*>(message));
     }
     auto regex = std::unique_ptr<Pcre2Regex>(new Pcre2Regex(code));
@@ -112,8 +109,7 @@ class Pcre2Regex {
 PreTokenizer::~PreTokenizer() = default;
 
 std::vector<std::string> KnownPreTokenizerFamilies() {
-  return {"default", "gpt2", "smollm", "llama-bpe", "llama3", "llama-v3", "qwen2",
-          "deepseek-r1-qwen"};
+  return {"default", "gpt2", "smollm", "llama-bpe", "llama3", "llama-v3", "qwen2", "deepseek-r1-qwen"};
 }
 
 Result<std::unique_ptr<PreTokenizer>> PreTokenizer::Create(const std::string& family) {

@@ -47,8 +47,7 @@ Tokenizer::~Tokenizer() = default;
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::Create(const TokenizerSpec& spec) {
   if (spec.model != "gpt2") {
-    return Status::Unsupported("tokenizer model '" + spec.model +
-                               "' is not supported (only byte-level BPE, 'gpt2')");
+    return Status::Unsupported("tokenizer model '" + spec.model + "' is not supported (only byte-level BPE, 'gpt2')");
   }
   const size_t n = spec.tokens.size();
   if (n == 0) return Status::InvalidArgument("tokenizer vocabulary is empty");
@@ -67,8 +66,8 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::Create(const TokenizerSpec& spec) 
   auto tok = std::unique_ptr<Tokenizer>(new Tokenizer());
   TROUPE_ASSIGN_OR_RETURN(tok->pre_, text::PreTokenizer::Create(spec.pre));
   tok->types_ = spec.token_types.empty() ? std::vector<TokenType>(n, TokenType::kNormal) : spec.token_types;
-  TROUPE_ASSIGN_OR_RETURN(tok->bpe_, text::BpeModel::Create(spec.tokens, tok->types_, spec.merges,
-                                                            tok->pre_->ignore_merges()));
+  TROUPE_ASSIGN_OR_RETURN(tok->bpe_,
+                          text::BpeModel::Create(spec.tokens, tok->types_, spec.merges, tok->pre_->ignore_merges()));
   tok->texts_ = spec.tokens;
   tok->bytes_.resize(n);
   for (size_t id = 0; id < n; ++id) {
@@ -87,9 +86,8 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::Create(const TokenizerSpec& spec) 
     }
   }
   for (auto& [first, list] : tok->added_) {
-    std::stable_sort(list.begin(), list.end(), [](const AddedToken& a, const AddedToken& b) {
-      return a.text.size() > b.text.size();
-    });
+    std::stable_sort(list.begin(), list.end(),
+                     [](const AddedToken& a, const AddedToken& b) { return a.text.size() > b.text.size(); });
   }
   tok->bos_id_ = spec.bos_id;
   tok->eos_id_ = spec.eos_id;
@@ -98,8 +96,7 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::Create(const TokenizerSpec& spec) 
   return tok;
 }
 
-const Tokenizer::AddedToken* Tokenizer::MatchAdded(std::string_view text, size_t pos,
-                                                   bool parse_special) const {
+const Tokenizer::AddedToken* Tokenizer::MatchAdded(std::string_view text, size_t pos, bool parse_special) const {
   auto it = added_.find(static_cast<unsigned char>(text[pos]));
   if (it == added_.end()) return nullptr;
   for (const AddedToken& token : it->second) {
@@ -149,16 +146,12 @@ const std::string& Tokenizer::TokenBytes(int32_t id) const {
   return id >= 0 && id < vocab_size() ? bytes_[id] : kEmpty;
 }
 
-const std::string& Tokenizer::TokenText(int32_t id) const {
-  return id >= 0 && id < vocab_size() ? texts_[id] : kEmpty;
-}
+const std::string& Tokenizer::TokenText(int32_t id) const { return id >= 0 && id < vocab_size() ? texts_[id] : kEmpty; }
 
 TokenType Tokenizer::token_type(int32_t id) const {
   return id >= 0 && id < vocab_size() ? types_[id] : TokenType::kUnused;
 }
 
-std::optional<int32_t> Tokenizer::TokenId(std::string_view token_text) const {
-  return bpe_->Find(token_text);
-}
+std::optional<int32_t> Tokenizer::TokenId(std::string_view token_text) const { return bpe_->Find(token_text); }
 
 }  // namespace troupe

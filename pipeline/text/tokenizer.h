@@ -84,8 +84,8 @@ class Tokenizer {
   // The longest added token starting at `text[pos]`, or nullptr.
   const AddedToken* MatchAdded(std::string_view text, size_t pos, bool parse_special) const;
 
-  std::vector<std::string> texts_;   // id -> stored text
-  std::vector<std::string> bytes_;   // id -> decoded bytes
+  std::vector<std::string> texts_;  // id -> stored text
+  std::vector<std::string> bytes_;  // id -> decoded bytes
   std::vector<TokenType> types_;
   // Added tokens by first byte, longest first.
   std::unordered_map<unsigned char, std::vector<AddedToken>> added_;

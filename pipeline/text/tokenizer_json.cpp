@@ -80,7 +80,8 @@ Result<std::string> DetectFamily(const json& pre, const std::string& path) {
       }
     }
   }
-  return Status::Unsupported(path + ": pre_tokenizer is not one Troupe knows (GPT-2 ByteLevel, "
+  return Status::Unsupported(path +
+                             ": pre_tokenizer is not one Troupe knows (GPT-2 ByteLevel, "
                              "SmolLM digits + ByteLevel, Llama-3 or Qwen2 split + ByteLevel): " +
                              pre.dump().substr(0, 300));
 }
@@ -137,14 +138,12 @@ Status ReadModel(const json& doc, const std::string& path, TokenizerSpec* spec) 
   if (model_it == doc.end() || !model_it->is_object()) return Status::Corrupt(path + ": no 'model' object");
   const json& model = *model_it;
   if (TypeOf(model) != "BPE") {
-    return Status::Unsupported(path + ": model type '" + TypeOf(model) +
-                               "' is not supported (only byte-level BPE)");
+    return Status::Unsupported(path + ": model type '" + TypeOf(model) + "' is not supported (only byte-level BPE)");
   }
   auto vocab = model.find("vocab");
   if (vocab == model.end() || !vocab->is_object()) return Status::Corrupt(path + ": model.vocab is not an object");
   for (auto it = vocab->begin(); it != vocab->end(); ++it) {
-    if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 ||
-        it.value().get<int64_t>() > (1 << 24)) {
+    if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 || it.value().get<int64_t>() > (1 << 24)) {
       return Status::Corrupt(path + ": model.vocab['" + it.key() + "'] is not a valid id");
     }
     size_t id = it.value().get<size_t>();
@@ -247,8 +246,8 @@ Status ReadTokenizerConfig(const std::string& dir, const json& tokenizer_doc, To
       spec->chat_template = tmpl->get<std::string>();
     } else if (tmpl != config.end() && tmpl->is_array()) {
       for (const json& named : *tmpl) {
-        if (named.is_object() && named.contains("name") && named["name"] == "default" &&
-            named.contains("template") && named["template"].is_string()) {
+        if (named.is_object() && named.contains("name") && named["name"] == "default" && named.contains("template") &&
+            named["template"].is_string()) {
           spec->chat_template = named["template"].get<std::string>();
         }
       }

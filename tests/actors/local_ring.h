@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
-#include "client/job_client.h"
 #include "actors/node.h"
+#include "client/job_client.h"
 #include "cluster/node_config.h"
 #include "messages/sampling_params_proto.h"
 

@@ -10,9 +10,9 @@
 #include <limits>
 
 #include "actors/node.h"
+#include "messages/envelope_codec.h"
 #include "messages/frames_codec.h"
 #include "messages/origin.h"
-#include "messages/envelope_codec.h"
 #include "tests/actors/local_ring.h"
 #include "transport/link.h"
 

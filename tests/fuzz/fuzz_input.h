@@ -68,8 +68,8 @@ inline std::optional<TensorInput> ParseTensorInput(const uint8_t* data, size_t s
   return in;
 }
 
-inline std::string MakeTensorInput(v1::Dtype dtype, bool reject_non_finite,
-                                   const std::vector<int64_t>& shape, const std::string& frame) {
+inline std::string MakeTensorInput(v1::Dtype dtype, bool reject_non_finite, const std::vector<int64_t>& shape,
+                                   const std::string& frame) {
   std::string out;
   out += static_cast<char>(dtype);
   out += static_cast<char>(reject_non_finite ? 1 : 0);

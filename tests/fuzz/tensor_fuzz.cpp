@@ -46,8 +46,7 @@ void CheckReencode(const TensorFrame& frame, const std::vector<float>& values) {
     uint16_t d_bits;
     std::memcpy(&d_bits, again->data + (i / kInt8BlockValues) * kInt8BlockBytes, 2);
     const float d = Fp16ToFp32(d_bits);
-    Check(std::fabs(round[i] - values[i]) <= d * 0.5f * (1.0f + 1e-6f),
-          "int8 re-encoding is within half a scale");
+    Check(std::fabs(round[i] - values[i]) <= d * 0.5f * (1.0f + 1e-6f), "int8 re-encoding is within half a scale");
   }
 }
 

@@ -74,7 +74,9 @@ int Connect(int port, const char* from = "127.0.0.1") {
   return fd;
 }
 
-void Send(int fd, const std::string& data) { ASSERT_EQ(send(fd, data.data(), data.size(), MSG_NOSIGNAL), ssize_t(data.size())); }
+void Send(int fd, const std::string& data) {
+  ASSERT_EQ(send(fd, data.data(), data.size(), MSG_NOSIGNAL), ssize_t(data.size()));
+}
 
 // Everything the server sends until it closes or `timeout` passes.
 std::string ReadAll(int fd, std::chrono::milliseconds timeout) {
@@ -82,7 +84,8 @@ std::string ReadAll(int fd, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   char buf[4096];
   while (true) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) break;
     pollfd p{fd, POLLIN, 0};
     if (poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
@@ -98,7 +101,8 @@ bool ClosedWithin(int fd, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   char buf[4096];
   while (true) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return false;
     pollfd p{fd, POLLIN, 0};
     if (poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
@@ -158,7 +162,7 @@ TEST_F(HttpServerTest, AConnectionThatSendsNothingIsClosedAfterTheReadTimeout) {
   HttpServerOptions o;
   o.read_timeout_ms = 500;
   StartServer(o);
-  int idle = Open();             // not even a request head
+  int idle = Open();  // not even a request head
   int stalled = Open();
   Send(stalled, kStalledHead);  // a head, and no body
   // The read timeout, then at most the keep-alive wait (5 s) after an error answer.

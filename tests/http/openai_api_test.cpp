@@ -34,12 +34,22 @@ TEST(OpenAiApi, CompletionDefaultsFollowOpenAi) {
 }
 
 TEST(OpenAiApi, CompletionFieldsAndExtras) {
-  ParsedRequest r = MustParse(ApiKind::kCompletion,
-                              {{"prompt", json::array({"x"})}, {"max_tokens", 7}, {"temperature", 0}, {"top_p", 0.5},
-                               {"seed", 42}, {"stop", json::array({"a", "bc"})}, {"stream", true},
-                               {"stream_options", {{"include_usage", true}}}, {"n", 1}, {"top_k", 3},
-                               {"min_p", 0.1}, {"repetition_penalty", 1.2}, {"min_tokens", 2},
-                               {"presence_penalty", 0}, {"user", "u"}, {"unknown_field", 1}});
+  ParsedRequest r = MustParse(ApiKind::kCompletion, {{"prompt", json::array({"x"})},
+                                                     {"max_tokens", 7},
+                                                     {"temperature", 0},
+                                                     {"top_p", 0.5},
+                                                     {"seed", 42},
+                                                     {"stop", json::array({"a", "bc"})},
+                                                     {"stream", true},
+                                                     {"stream_options", {{"include_usage", true}}},
+                                                     {"n", 1},
+                                                     {"top_k", 3},
+                                                     {"min_p", 0.1},
+                                                     {"repetition_penalty", 1.2},
+                                                     {"min_tokens", 2},
+                                                     {"presence_penalty", 0},
+                                                     {"user", "u"},
+                                                     {"unknown_field", 1}});
   EXPECT_EQ(r.job.prompt(), "x");
   const v1::SamplingParams& s = r.job.sampling();
   EXPECT_EQ(s.max_tokens(), 7);
@@ -59,11 +69,12 @@ TEST(OpenAiApi, CompletionFieldsAndExtras) {
 TEST(OpenAiApi, ChatMessagesInOrder) {
   ParsedRequest r = MustParse(
       ApiKind::kChat,
-      {{"messages", json::array({{{"role", "developer"}, {"content", "be brief"}},
-                                 {{"role", "user"}, {"content", json::array({{{"type", "text"}, {"text", "a"}},
-                                                                             {{"type", "text"}, {"text", "b"}}})}},
-                                 {{"role", "assistant"}, {"content", "c"}},
-                                 {{"role", "user"}, {"content", "d"}}})},
+      {{"messages",
+        json::array({{{"role", "developer"}, {"content", "be brief"}},
+                     {{"role", "user"},
+                      {"content", json::array({{{"type", "text"}, {"text", "a"}}, {{"type", "text"}, {"text", "b"}}})}},
+                     {{"role", "assistant"}, {"content", "c"}},
+                     {{"role", "user"}, {"content", "d"}}})},
        {"max_completion_tokens", 5}});
   ASSERT_EQ(r.job.chat_size(), 4);
   EXPECT_EQ(r.job.chat(0).role(), "system");
@@ -89,8 +100,7 @@ TEST(OpenAiApi, RefusalsNameTheField) {
   EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "echo": true})").code, "unsupported_parameter");
   EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "stream_options": {}})").param, "stream_options");
   EXPECT_EQ(MustFail(ApiKind::kChat, R"({"messages": []})").param, "messages");
-  EXPECT_EQ(MustFail(ApiKind::kChat, R"({"messages": [{"role": "tool", "content": "x"}]})").param,
-            "messages[0].role");
+  EXPECT_EQ(MustFail(ApiKind::kChat, R"({"messages": [{"role": "tool", "content": "x"}]})").param, "messages[0].role");
   EXPECT_EQ(MustFail(ApiKind::kChat, R"({"messages": [{"role": "user"}]})").param, "messages[0].content");
   EXPECT_EQ(MustFail(ApiKind::kChat, R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})").code,
             "unsupported_parameter");
@@ -105,7 +115,8 @@ Status FromHead(v1::ErrorCode code, const std::string& text) {
 }
 
 TEST(OpenAiApi, HeadErrorsMapToHttp) {
-  ApiError context = ErrorFromStatus(FromHead(v1::BAD_REQUEST, "the prompt has 9000 tokens; the model's context is 8192"));
+  ApiError context =
+      ErrorFromStatus(FromHead(v1::BAD_REQUEST, "the prompt has 9000 tokens; the model's context is 8192"));
   EXPECT_EQ(context.status, 400);
   EXPECT_EQ(context.type, "invalid_request_error");
   EXPECT_EQ(context.code, "context_length_exceeded");

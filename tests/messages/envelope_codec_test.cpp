@@ -77,7 +77,9 @@ TEST(EnvelopeCodecTest, OversizedHeaderIsRejectedBeforeParsing) {
 
 TEST(EnvelopeCodecTest, GarbageIsBadHeader) {
   for (const std::string& bytes : {std::string("\xff\xff\xff\xff\xff", 5), std::string("hello world"),
-                                   std::string("\x0a\x05" "ab", 4)}) {
+                                   std::string("\x0a\x05"
+                                               "ab",
+                                               4)}) {
     WireResult<v1::Envelope> r = Decode(bytes);
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code, v1::BAD_HEADER) << r.error().ToString();

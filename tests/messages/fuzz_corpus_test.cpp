@@ -25,8 +25,7 @@ std::vector<std::pair<std::string, std::string>> Seeds(const std::string& target
   std::vector<std::pair<std::string, std::string>> seeds;
   for (const auto& entry : fs::directory_iterator(kCorpus / target)) {
     std::ifstream file(entry.path(), std::ios::binary);
-    seeds.emplace_back(entry.path().filename().string(),
-                       std::string(std::istreambuf_iterator<char>(file), {}));
+    seeds.emplace_back(entry.path().filename().string(), std::string(std::istreambuf_iterator<char>(file), {}));
   }
   return seeds;
 }

@@ -118,7 +118,7 @@ TEST_F(MessageCodecTest, WrongFrameCountsAreBadFrames) {
   ExpectReject({frames[0]}, v1::BAD_FRAMES);                        // tensor missing
   ExpectReject({frames[0], frames[1], frames[1]}, v1::BAD_FRAMES);  // one too many
   WireResult<OutboundMessage> plain = EncodeMessage(SampleEnvelopes()[2]);
-  ExpectReject({Frames(*plain)[0], frames[1]}, v1::BAD_FRAMES);     // unexpected tensor
+  ExpectReject({Frames(*plain)[0], frames[1]}, v1::BAD_FRAMES);  // unexpected tensor
 }
 
 TEST_F(MessageCodecTest, HeaderRejectsAreCounted) {
@@ -151,9 +151,10 @@ TEST_F(MessageCodecTest, TensorRejectsAreCounted) {
   small.max_tensor_bytes = 16;
   ExpectReject(frames, v1::OVERSIZED, small);
 
-  for (auto [dtype, shape] : std::vector<std::pair<v1::Dtype, std::vector<int64_t>>>{
-           {v1::DTYPE_UNSPECIFIED, {2, 4}}, {v1::DTYPE_F32, {8, 1, 1, 1, 1}}, {v1::DTYPE_F32, {0, 8}},
-           {v1::DTYPE_F16, {2, 4}}}) {
+  for (auto [dtype, shape] : std::vector<std::pair<v1::Dtype, std::vector<int64_t>>>{{v1::DTYPE_UNSPECIFIED, {2, 4}},
+                                                                                     {v1::DTYPE_F32, {8, 1, 1, 1, 1}},
+                                                                                     {v1::DTYPE_F32, {0, 8}},
+                                                                                     {v1::DTYPE_F16, {2, 4}}}) {
     v1::Envelope e = StepEnvelope();
     e.mutable_step()->mutable_tensor()->set_dtype(dtype);
     for (int64_t d : shape) e.mutable_step()->mutable_tensor()->add_shape(d);
@@ -163,8 +164,7 @@ TEST_F(MessageCodecTest, TensorRejectsAreCounted) {
 }
 
 TEST_F(MessageCodecTest, NonFiniteTensorIsRejectedUnlessAllowed) {
-  WireResult<OutboundMessage> out =
-      EncodeMessage(StepEnvelope(), Frame(v1::DTYPE_F32, {3}, std::nanf("")));
+  WireResult<OutboundMessage> out = EncodeMessage(StepEnvelope(), Frame(v1::DTYPE_F32, {3}, std::nanf("")));
   ASSERT_TRUE(out.ok());
   const std::vector<FrameRef> frames = Frames(*out);
   ExpectReject(frames, v1::NON_FINITE);

@@ -11,8 +11,7 @@
 namespace troupe {
 namespace testing_samples {
 
-inline void FillHop(v1::RouteHop* hop, const char* node, v1::Stage stage, uint32_t begin,
-                    uint32_t end) {
+inline void FillHop(v1::RouteHop* hop, const char* node, v1::Stage stage, uint32_t begin, uint32_t end) {
   hop->set_node_id(node);
   hop->set_endpoint(std::string("tcp://") + node + ":5601");
   hop->set_stage(stage);

@@ -5,8 +5,8 @@
 
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/arange.h>
-#include <ATen/ops/equal.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/equal.h>
 #include <ATen/ops/zeros.h>
 
 #include <cmath>

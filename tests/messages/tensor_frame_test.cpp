@@ -35,8 +35,7 @@ TEST(TensorFrameTest, AcceptsMatchingDescriptions) {
   EXPECT_EQ(*n, 1152);
   EXPECT_TRUE(ValidateTensorDesc(Desc(v1::DTYPE_BF16, {1, 1, 1, 3}), 6, kMax).ok());
   EXPECT_TRUE(ValidateTensorDesc(Desc(v1::DTYPE_INT8_BLOCK32, {3, 11}), 2 * 34, kMax).ok());
-  EXPECT_TRUE(ValidateTensorDesc(Desc(v1::DTYPE_F16, {int64_t{1} << 31}), size_t{1} << 32,
-                                 size_t{1} << 32).ok());
+  EXPECT_TRUE(ValidateTensorDesc(Desc(v1::DTYPE_F16, {int64_t{1} << 31}), size_t{1} << 32, size_t{1} << 32).ok());
 }
 
 TEST(TensorFrameTest, RejectsUnknownDtype) {

@@ -21,16 +21,26 @@ TEST(WireErrorTest, ToStatusMapsEveryCode) {
     StatusCode status;
   };
   const Case cases[] = {
-      {v1::BAD_HEADER, StatusCode::kCorrupt},          {v1::BAD_FRAMES, StatusCode::kCorrupt},
-      {v1::BAD_TENSOR, StatusCode::kCorrupt},          {v1::NON_FINITE, StatusCode::kCorrupt},
-      {v1::UNKNOWN_TYPE, StatusCode::kUnsupported},    {v1::VERSION_MISMATCH, StatusCode::kUnsupported},
-      {v1::WRONG_MODEL, StatusCode::kUnsupported},     {v1::OVERSIZED, StatusCode::kOutOfRange},
-      {v1::CACHE_FULL, StatusCode::kResourceExhausted}, {v1::BAD_REQUEST, StatusCode::kInvalidArgument},
-      {v1::SESSION_EXISTS, StatusCode::kInvalidArgument}, {v1::UNKNOWN_SESSION, StatusCode::kNotFound},
-      {v1::UNKNOWN_JOB, StatusCode::kNotFound},        {v1::NO_ROUTE, StatusCode::kNotFound},
-      {v1::TIMEOUT, StatusCode::kDeadlineExceeded},    {v1::CANCELLED, StatusCode::kCancelled},
-      {v1::UNAVAILABLE, StatusCode::kUnavailable},     {v1::UNAUTHENTICATED, StatusCode::kIoError},
-      {v1::INTERNAL, StatusCode::kInternal},           {v1::ERROR_CODE_UNSPECIFIED, StatusCode::kInternal},
+      {v1::BAD_HEADER, StatusCode::kCorrupt},
+      {v1::BAD_FRAMES, StatusCode::kCorrupt},
+      {v1::BAD_TENSOR, StatusCode::kCorrupt},
+      {v1::NON_FINITE, StatusCode::kCorrupt},
+      {v1::UNKNOWN_TYPE, StatusCode::kUnsupported},
+      {v1::VERSION_MISMATCH, StatusCode::kUnsupported},
+      {v1::WRONG_MODEL, StatusCode::kUnsupported},
+      {v1::OVERSIZED, StatusCode::kOutOfRange},
+      {v1::CACHE_FULL, StatusCode::kResourceExhausted},
+      {v1::BAD_REQUEST, StatusCode::kInvalidArgument},
+      {v1::SESSION_EXISTS, StatusCode::kInvalidArgument},
+      {v1::UNKNOWN_SESSION, StatusCode::kNotFound},
+      {v1::UNKNOWN_JOB, StatusCode::kNotFound},
+      {v1::NO_ROUTE, StatusCode::kNotFound},
+      {v1::TIMEOUT, StatusCode::kDeadlineExceeded},
+      {v1::CANCELLED, StatusCode::kCancelled},
+      {v1::UNAVAILABLE, StatusCode::kUnavailable},
+      {v1::UNAUTHENTICATED, StatusCode::kIoError},
+      {v1::INTERNAL, StatusCode::kInternal},
+      {v1::ERROR_CODE_UNSPECIFIED, StatusCode::kInternal},
   };
   for (const Case& c : cases) {
     Status st = WireError{c.wire, "why"}.ToStatus();
@@ -57,8 +67,7 @@ TEST(WireErrorTest, StatusFromErrorKeepsThePeersCode) {
 TEST(WireErrorTest, WireCodeOfALocalStatusFollowsItsCode) {
   EXPECT_EQ(WireCodeOf(Status::ResourceExhausted("kv")), v1::CACHE_FULL);
   EXPECT_EQ(WireCodeOf(Status::InvalidArgument("bad")), v1::BAD_REQUEST);
-  EXPECT_EQ(WireCodeOf(Status::OutOfRange("the prompt has 9000 tokens; the model's context is 8192")),
-            v1::BAD_REQUEST);
+  EXPECT_EQ(WireCodeOf(Status::OutOfRange("the prompt has 9000 tokens; the model's context is 8192")), v1::BAD_REQUEST);
   EXPECT_EQ(WireCodeOf(Status::DeadlineExceeded("late")), v1::TIMEOUT);
   EXPECT_EQ(WireCodeOf(Status::Cancelled("gave up")), v1::CANCELLED);
   EXPECT_EQ(WireCodeOf(Status::Unavailable("backed up")), v1::UNAVAILABLE);

@@ -73,7 +73,10 @@ TEST(WireAcrossProcesses, EveryMessageTypeAndTensorEncodingRoundTrips) {
         for (int attempt = 0;; ++attempt) {
           Status s = (*conn)->Send(frames);
           if (s.ok()) break;
-          if (!transport::IsWouldBlock(s) || attempt > 1000) { rc = 3; break; }
+          if (!transport::IsWouldBlock(s) || attempt > 1000) {
+            rc = 3;
+            break;
+          }
           ::usleep(1000);
         }
       }

@@ -229,8 +229,8 @@ TEST_F(JobLifecycleTest, ACloseDispatchesTheOldestQueuedJobOneAtATime) {
   Queued(3, t0 + seconds(2));
   Actions out = lc->Done(running, t0 + seconds(3));
   // Job 1 closes; job 2 (the oldest) tries as session 1004; job 3 waits.
-  EXPECT_EQ(NodeMessages(out), (std::vector<std::string>{"close a 1001", "close b 1001",
-                                                         "open a 1004", "open b 1004"}));
+  EXPECT_EQ(NodeMessages(out),
+            (std::vector<std::string>{"close a 1001", "close b 1001", "open a 1004", "open b 1004"}));
   EXPECT_EQ(lc->StateOf(1), std::nullopt);
   EXPECT_EQ(lc->StateOf(2), JobState::kOpening);
   EXPECT_EQ(lc->SessionOf(2), 1004u);
@@ -325,8 +325,9 @@ TEST_F(JobLifecycleTest, NodeDownWithoutAReplicaIsUnavailable) {
   const v1::Error& e = std::get<Reply>(out[2]).envelope.error();
   EXPECT_EQ(e.code(), v1::UNAVAILABLE);
   EXPECT_EQ(e.session_id(), sid);
-  EXPECT_EQ(e.text(), "node 'b' on the session's route disconnected and no other node can take its place: "
-                      "no shard serves layer 2 of 4");
+  EXPECT_EQ(e.text(),
+            "node 'b' on the session's route disconnected and no other node can take its place: "
+            "no shard serves layer 2 of 4");
   EXPECT_EQ(std::get<SamplerDrop>(out[3]).session_id, sid);
   EXPECT_EQ(lc->StateOf(5), std::nullopt);
 }

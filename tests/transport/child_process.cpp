@@ -122,7 +122,8 @@ void ChildProcess::Kill() {
   if (reaped_ || pid_ <= 0) return;
   ::kill(pid_, SIGKILL);
   int status = 0;
-  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {}
+  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
   reaped_ = true;
   exit_code_ = 128 + SIGKILL;
 }

@@ -36,8 +36,8 @@ void ExpectTenThousandSteps(const std::string& bind_endpoint) {
   zmq::context_t ctx;
   auto l = Listener::Bind(ctx, bind_endpoint, PlainSecurity());
   ASSERT_TRUE(l.ok()) << l.status().ToString();
-  auto child = StartPeer({"--mode=send", "--endpoint=" + (*l)->endpoint(), "--id=shard-1",
-                          "--count=10000", "--bytes=" + std::to_string(kRowBf16Bytes)});
+  auto child = StartPeer({"--mode=send", "--endpoint=" + (*l)->endpoint(), "--id=shard-1", "--count=10000",
+                          "--bytes=" + std::to_string(kRowBf16Bytes)});
   ASSERT_NE(child, nullptr);
   ServeReport r = ServeSteps(**l, {"shard-1"}, kRowBf16Bytes, 60000);
   EXPECT_FALSE(r.timed_out);
@@ -52,9 +52,7 @@ void ExpectTenThousandSteps(const std::string& bind_endpoint) {
   EXPECT_EQ(*code, 0);
 }
 
-TEST(CrossProcess, TenThousandStepsOverTcpNoneLostInOrder) {
-  ExpectTenThousandSteps("tcp://127.0.0.1:*");
-}
+TEST(CrossProcess, TenThousandStepsOverTcpNoneLostInOrder) { ExpectTenThousandSteps("tcp://127.0.0.1:*"); }
 
 TEST(CrossProcess, TenThousandStepsOverIpcNoneLostInOrder) {
   TempDir tmp;
@@ -81,8 +79,8 @@ TEST(CrossProcess, TwoPeersInterleavedKeepTheirOwnOrder) {
 // The receiving process never reads: the sender is told "would block" after
 // a bounded number of messages, and stays blocked rather than buffering.
 TEST(CrossProcess, StalledReceiverPushesBack) {
-  auto child = StartPeer({"--mode=listen", "--endpoint=tcp://127.0.0.1:*", "--no-read",
-                          "--hwm=8", "--kernel-buffer=65536"});
+  auto child =
+      StartPeer({"--mode=listen", "--endpoint=tcp://127.0.0.1:*", "--no-read", "--hwm=8", "--kernel-buffer=65536"});
   ASSERT_NE(child, nullptr);
   auto line = child->ReadLineStartingWith("endpoint ", 10000);
   ASSERT_TRUE(line.ok()) << line.status().ToString();
@@ -122,8 +120,8 @@ TEST(CrossProcess, ReplyToUnknownOrDeadPeerIsUnroutable) {
   zmq::context_t ctx;
   auto l = Listener::Bind(ctx, "tcp://127.0.0.1:*", PlainSecurity());
   ASSERT_TRUE(l.ok());
-  auto child = StartPeer({"--mode=send", "--endpoint=" + (*l)->endpoint(), "--id=shard-2",
-                          "--count=2", "--pause-at=1"});
+  auto child =
+      StartPeer({"--mode=send", "--endpoint=" + (*l)->endpoint(), "--id=shard-2", "--count=2", "--pause-at=1"});
   ASSERT_NE(child, nullptr);
   auto first = (*l)->Receive(10000);
   ASSERT_TRUE(first.ok()) << first.status().ToString();
@@ -162,8 +160,7 @@ TEST(CrossProcess, OversizedFrameDropsOnlyThatPeer) {
   o.max_message_size = 64 * 1024;
   auto l = Listener::Bind(ctx, "tcp://127.0.0.1:*", PlainSecurity(), o);
   ASSERT_TRUE(l.ok());
-  auto big = StartPeer({"--mode=oversize", "--endpoint=" + (*l)->endpoint(), "--id=big",
-                        "--bytes=1048576"});
+  auto big = StartPeer({"--mode=oversize", "--endpoint=" + (*l)->endpoint(), "--id=big", "--bytes=1048576"});
   ASSERT_NE(big, nullptr);
   ASSERT_TRUE(big->ReadLineStartingWith("sent", 10000).ok());
   uint64_t disconnected = 0;
@@ -173,8 +170,7 @@ TEST(CrossProcess, OversizedFrameDropsOnlyThatPeer) {
   }
   EXPECT_GE(disconnected, 1u);
 
-  auto good = StartPeer({"--mode=send", "--endpoint=" + (*l)->endpoint(), "--id=good",
-                         "--count=2000"});
+  auto good = StartPeer({"--mode=send", "--endpoint=" + (*l)->endpoint(), "--id=good", "--count=2000"});
   ASSERT_NE(good, nullptr);
   ServeReport r = ServeSteps(**l, {"good"}, kRowBf16Bytes, 30000);
   EXPECT_TRUE(r.errors.empty()) << r.errors.front();

@@ -66,8 +66,7 @@ class CurveProcess : public ::testing::Test {
   }
 
   // Starts transport_peer; `key` names a key directory ("" = plain mode).
-  ChildProcess* Start(std::vector<std::string> args, const std::string& key,
-                      const std::string& endpoint = "") {
+  ChildProcess* Start(std::vector<std::string> args, const std::string& key, const std::string& endpoint = "") {
     args.insert(args.begin(), PeerBinary());
     args.push_back("--endpoint=" + (endpoint.empty() ? listener_->endpoint() : endpoint));
     if (!key.empty()) {
@@ -123,8 +122,7 @@ TEST_F(CurveProcess, UnlistedKeyGetsNothingThroughAndIsCounted) {
   EXPECT_EQ(*refused, "auth-refused 400");
   // ...the receiving side never sees one of its messages (the outsider keeps
   // reconnecting and retrying meanwhile)...
-  EXPECT_TRUE(NothingArrivesUntil([&] { return zap_->counters().rejected_unknown_key >= 3; },
-                                  20000));
+  EXPECT_TRUE(NothingArrivesUntil([&] { return zap_->counters().rejected_unknown_key >= 3; }, 20000));
   EXPECT_FALSE(AnythingArrives(500));
   // ...and the refusals are counted for /metrics.
   ZapCounters zap = zap_->counters();
@@ -137,8 +135,7 @@ TEST_F(CurveProcess, PlainNodeGetsNothingThrough) {
   ChildProcess* plain = Start({"--mode=flood", "--id=plain"}, "");
   ASSERT_NE(plain, nullptr);
   ASSERT_TRUE(plain->ReadLineStartingWith("flooding", 10000).ok());
-  EXPECT_TRUE(NothingArrivesUntil([&] { return listener_->counters().disconnected >= 3; },
-                                  20000));
+  EXPECT_TRUE(NothingArrivesUntil([&] { return listener_->counters().disconnected >= 3; }, 20000));
   EXPECT_FALSE(AnythingArrives(500));
   EXPECT_EQ(zap_->counters().accepted, 0u);
 }
@@ -165,9 +162,8 @@ TEST_F(CurveProcess, GarbageBytesAreRejectedAndGoodNodeServed) {
 TEST_F(CurveProcess, TamperedFrameIsRejected) {
   testing::TamperProxy proxy(Port());
   ASSERT_GT(proxy.port(), 0);
-  ChildProcess* good =
-      Start({"--mode=send", "--id=good", "--count=3", "--pause-at=1,2"},
-            "good", "tcp://127.0.0.1:" + std::to_string(proxy.port()));
+  ChildProcess* good = Start({"--mode=send", "--id=good", "--count=3", "--pause-at=1,2"}, "good",
+                             "tcp://127.0.0.1:" + std::to_string(proxy.port()));
   ASSERT_NE(good, nullptr);
 
   auto step0 = listener_->Receive(10000);
@@ -187,8 +183,8 @@ TEST_F(CurveProcess, TamperedFrameIsRejected) {
         return after.disconnected > before.disconnected;
       },
       20000))
-      << "the tampered box was not refused: disconnects " << after.disconnected << " (before "
-      << before.disconnected << "), tampered chunk of " << proxy.tampered_size() << " bytes";
+      << "the tampered box was not refused: disconnects " << after.disconnected << " (before " << before.disconnected
+      << "), tampered chunk of " << proxy.tampered_size() << " bytes";
   EXPECT_FALSE(AnythingArrives(500));
   EXPECT_EQ(proxy.tampered(), 1);
 

@@ -218,16 +218,12 @@ TEST(Link, OversizedFrameRefusedLocally) {
 TEST(Link, ArgumentsAreChecked) {
   zmq::context_t ctx;
   EXPECT_FALSE(Connection::Connect(ctx, "tcp://127.0.0.1:1", "", PlainSecurity()).ok());
-  EXPECT_FALSE(
-      Connection::Connect(ctx, "tcp://127.0.0.1:1", std::string("\0a", 2), PlainSecurity()).ok());
-  EXPECT_FALSE(Connection::Connect(ctx, "tcp://127.0.0.1:1", std::string(256, 'a'),
-                                   PlainSecurity())
-                   .ok());
+  EXPECT_FALSE(Connection::Connect(ctx, "tcp://127.0.0.1:1", std::string("\0a", 2), PlainSecurity()).ok());
+  EXPECT_FALSE(Connection::Connect(ctx, "tcp://127.0.0.1:1", std::string(256, 'a'), PlainSecurity()).ok());
   auto bad_endpoint = Connection::Connect(ctx, "nonsense", "a", PlainSecurity());
   ASSERT_FALSE(bad_endpoint.ok());
   EXPECT_NE(bad_endpoint.status().message().find("nonsense"), std::string::npos);
-  EXPECT_FALSE(
-      Connection::Connect(ctx, "tcp://127.0.0.1:1", "a", PlainSecurity(), "server-key").ok());
+  EXPECT_FALSE(Connection::Connect(ctx, "tcp://127.0.0.1:1", "a", PlainSecurity(), "server-key").ok());
   LinkOptions o;
   o.send_hwm = 0;
   Status st = ValidateLinkOptions(o);

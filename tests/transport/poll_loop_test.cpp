@@ -27,15 +27,11 @@ class Recorder {
  public:
   PollLoopCallbacks Callbacks() {
     PollLoopCallbacks cb;
-    cb.on_message = [this](LinkId link, Inbound&& in) {
-      Push(&messages_, {link, in.peer, MessageText(in.frames)});
-    };
+    cb.on_message = [this](LinkId link, Inbound&& in) { Push(&messages_, {link, in.peer, MessageText(in.frames)}); };
     cb.on_send_error = [this](LinkId link, const std::string& peer, const Status& st) {
       Push(&errors_, {link, peer, st.ToString()});
     };
-    cb.on_event = [this](LinkId link, const LinkEvent& e) {
-      Push(&events_, {link, "", e.ToString()});
-    };
+    cb.on_event = [this](LinkId link, const LinkEvent& e) { Push(&events_, {link, "", e.ToString()}); };
     return cb;
   }
   struct Item {

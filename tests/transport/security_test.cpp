@@ -91,8 +91,7 @@ std::vector<std::string> AskZap(zmq::context_t& ctx, const std::vector<std::stri
   req.set(zmq::sockopt::linger, 0);
   req.connect(kZapEndpoint);
   for (size_t i = 0; i < request.size(); ++i) {
-    req.send(zmq::buffer(request[i]), i + 1 < request.size() ? zmq::send_flags::sndmore
-                                                            : zmq::send_flags::none);
+    req.send(zmq::buffer(request[i]), i + 1 < request.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
   }
   std::vector<std::string> reply;
   zmq_pollitem_t item{req.handle(), 0, ZMQ_POLLIN, 0};
@@ -152,7 +151,7 @@ TEST(ZapHandler, OnePerContextAndNeverEmpty) {
   ASSERT_FALSE(second.ok());
   EXPECT_NE(second.status().message().find("already bound"), std::string::npos);
   (*first)->Stop();
-  (*first)->Stop();  // idempotent
+  (*first)->Stop();                                // idempotent
   EXPECT_TRUE(ZapHandler::Start(ctx, list).ok());  // the endpoint is free again
   EXPECT_FALSE(ZapHandler::Start(ctx, Allowlist()).ok());
 }
@@ -178,8 +177,7 @@ TEST(CurveInProcess, AllowlistedClientGetsThroughBothWays) {
   ASSERT_TRUE(zap.ok());
   auto l = Listener::Bind(ctx, "tcp://127.0.0.1:*", keys.server_config());
   ASSERT_TRUE(l.ok()) << l.status().ToString();
-  auto c = Connection::Connect(ctx, (*l)->endpoint(), "node-a", keys.client_config(),
-                               keys.server.public_key);
+  auto c = Connection::Connect(ctx, (*l)->endpoint(), "node-a", keys.client_config(), keys.server.public_key);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   Frames hello = TextMessage("hello");
   ASSERT_TRUE((*c)->Send(hello).ok());
@@ -206,8 +204,7 @@ TEST(CurveInProcess, WrongServerKeyNeverConnects) {
   auto l = Listener::Bind(ctx, "tcp://127.0.0.1:*", keys.server_config());
   ASSERT_TRUE(l.ok());
   // The client expects another server: the handshake cannot complete.
-  auto c = Connection::Connect(ctx, (*l)->endpoint(), "node-a", keys.client_config(),
-                               NewKeys().public_key);
+  auto c = Connection::Connect(ctx, (*l)->endpoint(), "node-a", keys.client_config(), NewKeys().public_key);
   ASSERT_TRUE(c.ok());
   Frames hello = TextMessage("hello");
   ASSERT_TRUE((*c)->Send(hello).ok());
@@ -223,8 +220,7 @@ TEST(CurveInProcess, NoZapHandlerMeansRefusal) {
   CurvePair keys;
   auto l = Listener::Bind(ctx, "tcp://127.0.0.1:*", keys.server_config());
   ASSERT_TRUE(l.ok());
-  auto c = Connection::Connect(ctx, (*l)->endpoint(), "node-a", keys.client_config(),
-                               keys.server.public_key);
+  auto c = Connection::Connect(ctx, (*l)->endpoint(), "node-a", keys.client_config(), keys.server.public_key);
   ASSERT_TRUE(c.ok());
   Frames hello = TextMessage("hello");
   ASSERT_TRUE((*c)->Send(hello).ok());
@@ -260,8 +256,7 @@ TEST(CurveInProcess, StoppedHandlerRefusesNewPeers) {
   auto l = Listener::Bind(ctx, "tcp://127.0.0.1:*", keys.server_config());
   ASSERT_TRUE(l.ok());
   (*zap)->Stop();
-  auto c = Connection::Connect(ctx, (*l)->endpoint(), "node-a", keys.client_config(),
-                               keys.server.public_key);
+  auto c = Connection::Connect(ctx, (*l)->endpoint(), "node-a", keys.client_config(), keys.server.public_key);
   ASSERT_TRUE(c.ok());
   Frames hello = TextMessage("hello");
   ASSERT_TRUE((*c)->Send(hello).ok());

@@ -7,9 +7,7 @@ namespace {
 
 constexpr uint32_t kMagic = 0x50455453;  // "STEP"
 
-uint8_t PayloadByte(uint64_t seq, size_t i) {
-  return static_cast<uint8_t>((seq * 131 + i * 7 + (i >> 8)) & 0xff);
-}
+uint8_t PayloadByte(uint64_t seq, size_t i) { return static_cast<uint8_t>((seq * 131 + i * 7 + (i >> 8)) & 0xff); }
 
 }  // namespace
 
@@ -41,20 +39,18 @@ Result<uint64_t> StepSeq(const Frames& frames) {
 Status CheckStep(const Frames& frames, uint64_t expected_seq, size_t payload_bytes) {
   TROUPE_ASSIGN_OR_RETURN(uint64_t seq, StepSeq(frames));
   if (seq != expected_seq) {
-    return Status::Corrupt("expected step " + std::to_string(expected_seq) + ", got " +
-                           std::to_string(seq));
+    return Status::Corrupt("expected step " + std::to_string(expected_seq) + ", got " + std::to_string(seq));
   }
   uint32_t size;
   std::memcpy(&size, static_cast<const char*>(frames[0].data()) + 4, 4);
   if (size != payload_bytes || frames[1].size() != payload_bytes) {
-    return Status::Corrupt("step " + std::to_string(seq) + ": payload is " +
-                           std::to_string(frames[1].size()) + " bytes");
+    return Status::Corrupt("step " + std::to_string(seq) + ": payload is " + std::to_string(frames[1].size()) +
+                           " bytes");
   }
   const auto* p = static_cast<const uint8_t*>(frames[1].data());
   for (size_t i = 0; i < payload_bytes; ++i) {
     if (p[i] != PayloadByte(seq, i)) {
-      return Status::Corrupt("step " + std::to_string(seq) + ": payload byte " +
-                             std::to_string(i) + " differs");
+      return Status::Corrupt("step " + std::to_string(seq) + ": payload byte " + std::to_string(i) + " differs");
     }
   }
   return Status::Ok();

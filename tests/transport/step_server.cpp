@@ -7,8 +7,8 @@
 
 namespace troupe::transport::testing {
 
-ServeReport ServeSteps(Listener& listener, const std::set<std::string>& until_ended,
-                       size_t payload_bytes, int timeout_ms) {
+ServeReport ServeSteps(Listener& listener, const std::set<std::string>& until_ended, size_t payload_bytes,
+                       int timeout_ms) {
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   ServeReport report;

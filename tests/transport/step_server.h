@@ -26,7 +26,7 @@ struct ServeReport {
 };
 
 // Serves until every peer in `until_ended` has sent END, or `timeout_ms` passes.
-ServeReport ServeSteps(Listener& listener, const std::set<std::string>& until_ended,
-                       size_t payload_bytes, int timeout_ms);
+ServeReport ServeSteps(Listener& listener, const std::set<std::string>& until_ended, size_t payload_bytes,
+                       int timeout_ms);
 
 }  // namespace troupe::transport::testing

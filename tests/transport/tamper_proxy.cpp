@@ -39,8 +39,7 @@ TamperProxy::TamperProxy(int target_port) : target_port_(target_port) {
   listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in addr = Loopback(0);
   socklen_t len = sizeof(addr);
-  if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      listen(listen_fd_, 16) != 0 ||
+  if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(listen_fd_, 16) != 0 ||
       getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
     return;
   }
@@ -85,8 +84,7 @@ void TamperProxy::Run() {
       int client = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
       int server = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
       sockaddr_in target = Loopback(target_port_);
-      if (client >= 0 &&
-          connect(server, reinterpret_cast<sockaddr*>(&target), sizeof(target)) == 0) {
+      if (client >= 0 && connect(server, reinterpret_cast<sockaddr*>(&target), sizeof(target)) == 0) {
         pairs.push_back({client, server});
       } else {
         if (client >= 0) close(client);

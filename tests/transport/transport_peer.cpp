@@ -96,14 +96,11 @@ Status SendBlocking(Connection& c, Frames& frames) {
   }
 }
 
-Result<std::unique_ptr<Connection>> ConnectFromFlags(zmq::context_t& ctx, const Flags& f,
-                                                     LinkOptions options = {}) {
+Result<std::unique_ptr<Connection>> ConnectFromFlags(zmq::context_t& ctx, const Flags& f, LinkOptions options = {}) {
   TROUPE_ASSIGN_OR_RETURN(SecurityConfig sec, Security(f));
-  options.heartbeat_interval_ms =
-      static_cast<int>(GetInt(f, "heartbeat-ms", options.heartbeat_interval_ms));
+  options.heartbeat_interval_ms = static_cast<int>(GetInt(f, "heartbeat-ms", options.heartbeat_interval_ms));
   options.heartbeat_timeout_ms = 3 * options.heartbeat_interval_ms;
-  return Connection::Connect(ctx, Get(f, "endpoint"), Get(f, "id", "peer"), sec,
-                             Get(f, "server-key"), options);
+  return Connection::Connect(ctx, Get(f, "endpoint"), Get(f, "id", "peer"), sec, Get(f, "server-key"), options);
 }
 
 int RunSend(const Flags& f) {

@@ -71,7 +71,8 @@ void PutU16(std::vector<uint8_t>* out, uint16_t v) {
 
 // Block scales: exact in fp16, at most four significant bits, mixed signs and
 // magnitudes (2^-10 .. 96), so products with 6- and 8-bit integers stay exact.
-const std::vector<double> kScales = {1.0, 0.5, -0.375, 0.0625, 2.5, -1.75, 3.0 / 256, 96.0, -1.0 / 1024, 6.0, 0.25, -13.0};
+const std::vector<double> kScales = {1.0,       0.5,  -0.375,      0.0625, 2.5,  -1.75,
+                                     3.0 / 256, 96.0, -1.0 / 1024, 6.0,    0.25, -13.0};
 const std::vector<double> kMins = {0.0, 0.25, -1.5, 0.046875, 5.0, -0.125, 12.0, 1.0 / 512};
 
 // One tensor's bytes and the floats they must decode to, row-major.
@@ -129,9 +130,9 @@ class GgufDequantTest : public ::testing::Test {
                          const std::string& what) {
     int bad = 0;
     for (size_t i = 0; i < want.size() && bad < 8; ++i) {
-      const bool same = std::isnan(want[i]) ? std::isnan(got[i])
-                                            : got[i] == want[i] &&
-                                                  (!signed_zeros || std::signbit(got[i]) == std::signbit(want[i]));
+      const bool same = std::isnan(want[i])
+                            ? std::isnan(got[i])
+                            : got[i] == want[i] && (!signed_zeros || std::signbit(got[i]) == std::signbit(want[i]));
       if (!same) {
         ++bad;
         ADD_FAILURE() << what << ": value " << i << " is " << got[i] << ", expected " << want[i];
@@ -145,11 +146,22 @@ class GgufDequantTest : public ::testing::Test {
 };
 
 TEST_F(GgufDequantTest, F32IsCopiedBitForBit) {
-  const std::vector<float> v = {0.0f, -0.0f, 1.0f, -1.0f, 1.0f / 3, 3.14159274f,
-                                std::numeric_limits<float>::min(), std::numeric_limits<float>::denorm_min(),
-                                std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(),
-                                std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
-                                std::numeric_limits<float>::quiet_NaN(), 1e-40f, -65504.0f, 123456.789f};
+  const std::vector<float> v = {0.0f,
+                                -0.0f,
+                                1.0f,
+                                -1.0f,
+                                1.0f / 3,
+                                3.14159274f,
+                                std::numeric_limits<float>::min(),
+                                std::numeric_limits<float>::denorm_min(),
+                                std::numeric_limits<float>::max(),
+                                -std::numeric_limits<float>::max(),
+                                std::numeric_limits<float>::infinity(),
+                                -std::numeric_limits<float>::infinity(),
+                                std::numeric_limits<float>::quiet_NaN(),
+                                1e-40f,
+                                -65504.0f,
+                                123456.789f};
   Encoded e;
   e.bytes.resize(v.size() * 4);
   std::memcpy(e.bytes.data(), v.data(), e.bytes.size());

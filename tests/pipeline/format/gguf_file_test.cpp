@@ -125,7 +125,7 @@ TEST_F(GgufTest, ReadsEveryMetadataTypeExactly) {
       .Kv("array.string", g::Array(g::kString, {g::Str("x"), g::Str(""), g::Str("Ġthe")}))
       .Kv("array.empty", g::Array(g::kU32, {}))
       .Kv("array.nested", g::Array(g::kArray, {g::Array(g::kI16, {g::I16(1), g::I16(-2)}),
-                                                g::Array(g::kString, {g::Str("deep")}), g::Array(g::kU8, {})}))
+                                               g::Array(g::kString, {g::Str("deep")}), g::Array(g::kU8, {})}))
       .Kv("array.depth4",
           g::Array(g::kArray, {g::Array(g::kArray, {g::Array(g::kArray, {g::Array(g::kU16, {g::U16(9)})})})}));
   const std::string path = Write(w.Build());
@@ -232,7 +232,14 @@ TEST_F(GgufTest, ReadsVersion2) {
 }
 
 TEST_F(GgufTest, TensorsOfEveryTypeAreDescribedExactly) {
-  struct Case { const char* name; std::vector<uint64_t> dims; uint32_t type; GgmlType ggml; size_t bytes; std::vector<int64_t> shape; };
+  struct Case {
+    const char* name;
+    std::vector<uint64_t> dims;
+    uint32_t type;
+    GgmlType ggml;
+    size_t bytes;
+    std::vector<int64_t> shape;
+  };
   const std::vector<Case> cases = {
       {"f32", {4, 3}, kF32, GgmlType::F32, 4 * 3 * 4, {3, 4}},
       {"f16", {6, 2}, kF16, GgmlType::F16, 6 * 2 * 2, {2, 6}},
@@ -272,7 +279,9 @@ TEST_F(GgufTest, TensorsOfEveryTypeAreDescribedExactly) {
 TEST_F(GgufTest, AlignmentKeyPlacesTheData) {
   g::GgufWriter w;
   w.set_alignment(64).Kv("general.alignment", g::U32(64));
-  w.Tensor("a", {3}, kF32, Pattern(12, 1)).Tensor("b", {32}, kQ8_0, Pattern(34, 2)).Tensor("c", {1}, kF16, Pattern(2, 3));
+  w.Tensor("a", {3}, kF32, Pattern(12, 1))
+      .Tensor("b", {32}, kQ8_0, Pattern(34, 2))
+      .Tensor("c", {1}, kF16, Pattern(2, 3));
   const std::vector<uint8_t> bytes = w.Build();
   // The file must tell 64 from the default 32, or the test proves nothing.
   ASSERT_NE((w.infos_end() + 31) / 32 * 32, w.data_start());
@@ -553,9 +562,15 @@ TEST_F(GgufTest, RejectsDataPastTheEnd) {
 }
 
 TEST_F(GgufTest, RejectsBadAlignment) {
-  const std::vector<g::Value> bad = {g::U32(0), g::U32(3), g::U32(48), g::U32(0xFFFFFFFFu),
-                                     g::I32(-32), g::U64(uint64_t{1} << 63), g::U64(uint64_t{1} << 40),
-                                     g::Str("32"), g::F32(32.0f)};
+  const std::vector<g::Value> bad = {g::U32(0),
+                                     g::U32(3),
+                                     g::U32(48),
+                                     g::U32(0xFFFFFFFFu),
+                                     g::I32(-32),
+                                     g::U64(uint64_t{1} << 63),
+                                     g::U64(uint64_t{1} << 40),
+                                     g::Str("32"),
+                                     g::F32(32.0f)};
   for (const g::Value& v : bad) {
     g::GgufWriter w;
     w.Kv("general.alignment", v).Tensor("t", {8}, kF32, Pattern(32, 1));

@@ -33,8 +33,19 @@ namespace gguf_test {
 
 // GGUF metadata value type codes.
 enum : uint32_t {
-  kU8 = 0, kI8 = 1, kU16 = 2, kI16 = 3, kU32 = 4, kI32 = 5, kF32 = 6,
-  kBool = 7, kString = 8, kArray = 9, kU64 = 10, kI64 = 11, kF64 = 12,
+  kU8 = 0,
+  kI8 = 1,
+  kU16 = 2,
+  kI16 = 3,
+  kU32 = 4,
+  kI32 = 5,
+  kF32 = 6,
+  kBool = 7,
+  kString = 8,
+  kArray = 9,
+  kU64 = 10,
+  kI64 = 11,
+  kF64 = 12,
 };
 
 // Little-endian byte appender (the test machines are little-endian, as GGUF is).
@@ -120,20 +131,32 @@ inline Value RawArray(uint32_t elem_type, uint64_t count, const std::vector<uint
 
 struct TensorSpec {
   std::string name;
-  std::vector<uint64_t> dims;    // GGUF order: dims[0] is contiguous; rank = dims.size()
-  uint32_t type = 0;             // ggml type code, written as is
-  std::vector<uint8_t> data;     // bytes placed in the data section
+  std::vector<uint64_t> dims;      // GGUF order: dims[0] is contiguous; rank = dims.size()
+  uint32_t type = 0;               // ggml type code, written as is
+  std::vector<uint8_t> data;       // bytes placed in the data section
   std::optional<uint64_t> offset;  // written instead of the computed offset
 };
 
 class GgufWriter {
  public:
-  GgufWriter& set_version(uint32_t v) { version_ = v; return *this; }
+  GgufWriter& set_version(uint32_t v) {
+    version_ = v;
+    return *this;
+  }
   // Alignment used to lay out the data section. Does not write
   // general.alignment; add that key yourself to tell the reader.
-  GgufWriter& set_alignment(uint64_t a) { alignment_ = a; return *this; }
-  GgufWriter& set_kv_count(uint64_t n) { kv_count_ = n; return *this; }        // override
-  GgufWriter& set_tensor_count(uint64_t n) { tensor_count_ = n; return *this; }  // override
+  GgufWriter& set_alignment(uint64_t a) {
+    alignment_ = a;
+    return *this;
+  }
+  GgufWriter& set_kv_count(uint64_t n) {
+    kv_count_ = n;
+    return *this;
+  }  // override
+  GgufWriter& set_tensor_count(uint64_t n) {
+    tensor_count_ = n;
+    return *this;
+  }  // override
 
   GgufWriter& Kv(const std::string& key, const Value& v) {
     kvs_.emplace_back(key, v);

@@ -38,9 +38,7 @@ std::string Quote(const std::string& s) {
   return q + "'";
 }
 
-int RunShell(const std::string& command) {
-  return std::system((command + " >/dev/null 2>&1").c_str());
-}
+int RunShell(const std::string& command) { return std::system((command + " >/dev/null 2>&1").c_str()); }
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -56,8 +54,8 @@ void WriteFile(const std::string& path, const std::string& text) {
 float HalfToFloat(uint16_t h) {
   const int exp = (h >> 10) & 0x1F;
   const int mant = h & 0x3FF;
-  float v = exp == 0 ? std::ldexp(static_cast<float>(mant), -24)
-                     : std::ldexp(static_cast<float>(mant | 0x400), exp - 25);
+  float v =
+      exp == 0 ? std::ldexp(static_cast<float>(mant), -24) : std::ldexp(static_cast<float>(mant | 0x400), exp - 25);
   return (h & 0x8000) ? -v : v;
 }
 
@@ -72,13 +70,17 @@ class HfCheckpointTest : public ::testing::Test {
       return;
     }
     const std::map<std::string, std::string> variants = {
-        {"base", ""},         {"sharded", "--shards 3"}, {"tied", "--tied"},
-        {"qwen", "--qkv-bias"}, {"llama3", "--llama3-rope"}, {"f16", "--f16"},
+        {"base", ""},
+        {"sharded", "--shards 3"},
+        {"tied", "--tied"},
+        {"qwen", "--qkv-bias"},
+        {"llama3", "--llama3-rope"},
+        {"f16", "--f16"},
         {"reseeded", "--seed 8"},
     };
     for (const auto& [name, flags] : variants) {
-      const std::string cmd = Quote(kPython) + " " + Quote(kFixtureScript) + " " +
-                              Quote(*root_ + "/" + name) + " --seed 7 " + flags;
+      const std::string cmd =
+          Quote(kPython) + " " + Quote(kFixtureScript) + " " + Quote(*root_ + "/" + name) + " --seed 7 " + flags;
       if (RunShell(cmd) != 0) {
         *error_ = "fixture generation failed: " + cmd;
         return;
@@ -237,8 +239,7 @@ TEST_F(HfCheckpointTest, TiedHasNoOutput) {
 TEST_F(HfCheckpointTest, MissingLmHeadMeansTied) {
   // config.json says untied, but the weights carry no lm_head.weight.
   const std::string dir = CopyOf("tied", "lm_head_missing");
-  fs::copy_file(Hf("base") + "/config.json", dir + "/config.json",
-                fs::copy_options::overwrite_existing);
+  fs::copy_file(Hf("base") + "/config.json", dir + "/config.json", fs::copy_options::overwrite_existing);
   auto ckpt = MustOpen(dir);
   ASSERT_NE(ckpt, nullptr);
   EXPECT_TRUE(ckpt->config().tied_embeddings);
@@ -249,7 +250,7 @@ TEST_F(HfCheckpointTest, Qwen2HasQkvBiases) {
   auto ckpt = MustOpen(Hf("qwen"));
   ASSERT_NE(ckpt, nullptr);
   EXPECT_TRUE(ckpt->config().qkv_bias);
-  EXPECT_EQ(ckpt->config().head_dim, 16);       // default hidden / heads
+  EXPECT_EQ(ckpt->config().head_dim, 16);        // default hidden / heads
   EXPECT_EQ(ckpt->config().max_positions, 256);  // sliding window not in use
   for (int i = 0; i < 3; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
@@ -316,8 +317,7 @@ TEST_F(HfCheckpointTest, MoreLayersThanStoredNamesFirstMissingTensor) {
   ASSERT_NE(at, std::string::npos);
   config.replace(at, 22, "\"num_hidden_layers\": 4");
   WriteFile(dir + "/config.json", config);
-  ExpectError(dir, StatusCode::kNotFound,
-              "'model.layers.3.input_layernorm.weight' (blk.3.attn_norm.weight)");
+  ExpectError(dir, StatusCode::kNotFound, "'model.layers.3.input_layernorm.weight' (blk.3.attn_norm.weight)");
 }
 
 TEST_F(HfCheckpointTest, WrongShapeNamesTensorAndShapes) {
@@ -355,8 +355,7 @@ TEST_F(HfCheckpointTest, ShardIndexMustAgreeWithShards) {
     const std::string key = "\"model.embed_tokens.weight\": \"model-00001-of-00003.safetensors\"";
     const size_t at = index.find(key);
     ASSERT_NE(at, std::string::npos);
-    index.replace(at, key.size(),
-                  "\"model.embed_tokens.weight\": \"model-00002-of-00003.safetensors\"");
+    index.replace(at, key.size(), "\"model.embed_tokens.weight\": \"model-00002-of-00003.safetensors\"");
     WriteFile(dir + "/model.safetensors.index.json", index);
     ExpectError(dir, StatusCode::kCorrupt, "'model.embed_tokens.weight' is listed in model-00002");
   }
@@ -446,8 +445,7 @@ TEST(HfCheckpointConfigTest, MistralSlidingWindowCapsPositions) {
 TEST(HfCheckpointConfigTest, Qwen2WindowOnlyWhenUsed) {
   std::string text = kMinimal;
   text.replace(text.find("LlamaForCausalLM"), 16, "Qwen2ForCausalLM");
-  auto r = ParseHfConfig(text + R"(, "sliding_window": 1024, "use_sliding_window": false})",
-                         "cfg.json");
+  auto r = ParseHfConfig(text + R"(, "sliding_window": 1024, "use_sliding_window": false})", "cfg.json");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_TRUE(r->qkv_bias);
   EXPECT_EQ(r->max_positions, 8192);
@@ -495,22 +493,17 @@ TEST(HfCheckpointConfigTest, Errors) {
   ExpectConfigError(R"({"hidden_size": 64})", StatusCode::kUnsupported, "none given");
   ExpectConfigError(base + R"(, "hidden_act": "gelu"})", StatusCode::kUnsupported, "gelu");
   ExpectConfigError(base + R"(, "mlp_bias": true})", StatusCode::kUnsupported, "mlp_bias");
-  ExpectConfigError(base + R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4.0}})",
-                    StatusCode::kUnsupported, "'yarn'");
-  ExpectConfigError(base + R"(, "rope_scaling": {"type": "linear", "factor": 2.0}})",
-                    StatusCode::kUnsupported, "'linear'");
-  ExpectConfigError(base + R"(, "rope_scaling": {"rope_type": "llama3"}})", StatusCode::kCorrupt,
-                    "\"factor\"");
+  ExpectConfigError(base + R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4.0}})", StatusCode::kUnsupported,
+                    "'yarn'");
+  ExpectConfigError(base + R"(, "rope_scaling": {"type": "linear", "factor": 2.0}})", StatusCode::kUnsupported,
+                    "'linear'");
+  ExpectConfigError(base + R"(, "rope_scaling": {"rope_type": "llama3"}})", StatusCode::kCorrupt, "\"factor\"");
   ExpectConfigError(base + R"(, "rope_scaling": "llama3"})", StatusCode::kCorrupt, "rope_scaling");
-  ExpectConfigError(base + R"(, "head_dim": "64"})", StatusCode::kCorrupt,
-                    "\"head_dim\" must be an integer");
+  ExpectConfigError(base + R"(, "head_dim": "64"})", StatusCode::kCorrupt, "\"head_dim\" must be an integer");
   ExpectConfigError(base + R"(, "head_dim": -64})", StatusCode::kInvalidArgument, "out of range");
-  ExpectConfigError(base + R"(, "head_dim": 18446744073709551615})", StatusCode::kInvalidArgument,
-                    "too large");
-  ExpectConfigError(base + R"(, "num_key_value_heads": 2})", StatusCode::kInvalidArgument,
-                    "multiple of n_kv_heads");
-  ExpectConfigError(base + R"(, "tie_word_embeddings": 1})", StatusCode::kCorrupt,
-                    "tie_word_embeddings");
+  ExpectConfigError(base + R"(, "head_dim": 18446744073709551615})", StatusCode::kInvalidArgument, "too large");
+  ExpectConfigError(base + R"(, "num_key_value_heads": 2})", StatusCode::kInvalidArgument, "multiple of n_kv_heads");
+  ExpectConfigError(base + R"(, "tie_word_embeddings": 1})", StatusCode::kCorrupt, "tie_word_embeddings");
   std::string no_vocab = base;
   no_vocab.replace(no_vocab.find("\"vocab_size\": 49152,"), 20, "");
   ExpectConfigError(no_vocab + "}", StatusCode::kCorrupt, "missing \"vocab_size\"");

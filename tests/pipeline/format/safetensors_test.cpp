@@ -70,16 +70,13 @@ class SafetensorsTest : public ::testing::Test {
     return SafetensorsFile::Open(path_);
   }
   // One F32 tensor "w" of `shape`, offsets [begin, end], `data_bytes` bytes of data.
-  Result<std::unique_ptr<SafetensorsFile>> OpenOne(const std::string& dtype,
-                                                  const std::string& shape, uint64_t begin,
-                                                  uint64_t end, size_t data_bytes) {
-    const std::string header = R"({"w":{"dtype":")" + dtype + R"(","shape":)" + shape +
-                               R"(,"data_offsets":[)" + std::to_string(begin) + "," +
-                               std::to_string(end) + "]}}";
+  Result<std::unique_ptr<SafetensorsFile>> OpenOne(const std::string& dtype, const std::string& shape, uint64_t begin,
+                                                   uint64_t end, size_t data_bytes) {
+    const std::string header = R"({"w":{"dtype":")" + dtype + R"(","shape":)" + shape + R"(,"data_offsets":[)" +
+                               std::to_string(begin) + "," + std::to_string(end) + "]}}";
     return OpenBytes(SafetensorsBytes(header, std::string(data_bytes, '\x01')));
   }
-  void ExpectError(const Result<std::unique_ptr<SafetensorsFile>>& r, StatusCode code,
-                   const std::string& fragment) {
+  void ExpectError(const Result<std::unique_ptr<SafetensorsFile>>& r, StatusCode code, const std::string& fragment) {
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.status().code(), code) << r.status().ToString();
     EXPECT_NE(r.status().message().find(path_), std::string::npos) << r.status().ToString();
@@ -91,16 +88,15 @@ class SafetensorsTest : public ::testing::Test {
 };
 
 TEST_F(SafetensorsTest, RoundTripsF32F16Bf16) {
-  const std::vector<float> a = {0.0f, 1.5f, -2.25f, 3.0f, 1e-3f, -7.0f};         // F32 [2, 3]
-  const std::vector<uint16_t> b = {0x3C00, 0xC000, 0x3800, 0x7BFF};              // F16 [4]
-  const std::vector<uint16_t> c = {0x3F80, 0xC000, 0x4049, 0x0000};              // BF16 [2, 2]
+  const std::vector<float> a = {0.0f, 1.5f, -2.25f, 3.0f, 1e-3f, -7.0f};  // F32 [2, 3]
+  const std::vector<uint16_t> b = {0x3C00, 0xC000, 0x3800, 0x7BFF};       // F16 [4]
+  const std::vector<uint16_t> c = {0x3F80, 0xC000, 0x4049, 0x0000};       // BF16 [2, 2]
   const std::string data = Raw(a) + Raw(b) + Raw(c);
-  const std::string header =
-      R"({"__metadata__":{"format":"pt"},)"
-      R"("a":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},)"
-      R"("b":{"dtype":"F16","shape":[4],"data_offsets":[24,32]},)"
-      R"("c":{"dtype":"BF16","shape":[2,2],"data_offsets":[32,40]},)"
-      R"("e":{"dtype":"F32","shape":[0,5],"data_offsets":[40,40]}})";
+  const std::string header = R"({"__metadata__":{"format":"pt"},)"
+                             R"("a":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},)"
+                             R"("b":{"dtype":"F16","shape":[4],"data_offsets":[24,32]},)"
+                             R"("c":{"dtype":"BF16","shape":[2,2],"data_offsets":[32,40]},)"
+                             R"("e":{"dtype":"F32","shape":[0,5],"data_offsets":[40,40]}})";
   auto r = OpenBytes(SafetensorsBytes(header, data));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   const SafetensorsFile& f = **r;
@@ -176,13 +172,10 @@ TEST_F(SafetensorsTest, HeaderLengthPastEndIsCorrupt) {
 }
 
 TEST_F(SafetensorsTest, BadJsonIsCorrupt) {
-  ExpectError(OpenBytes(SafetensorsBytes("{\"w\": {", "")), StatusCode::kCorrupt,
-              "not valid JSON");
+  ExpectError(OpenBytes(SafetensorsBytes("{\"w\": {", "")), StatusCode::kCorrupt, "not valid JSON");
   ExpectError(OpenBytes(Le64(0)), StatusCode::kCorrupt, "not valid JSON");
-  ExpectError(OpenBytes(SafetensorsBytes("[1, 2]", "")), StatusCode::kCorrupt,
-              "not a JSON object");
-  ExpectError(OpenBytes(SafetensorsBytes("{\"w\": 3}", "")), StatusCode::kCorrupt,
-              "not a JSON object");
+  ExpectError(OpenBytes(SafetensorsBytes("[1, 2]", "")), StatusCode::kCorrupt, "not a JSON object");
+  ExpectError(OpenBytes(SafetensorsBytes("{\"w\": 3}", "")), StatusCode::kCorrupt, "not a JSON object");
 }
 
 TEST_F(SafetensorsTest, DeeplyNestedJsonDoesNotCrash) {
@@ -195,8 +188,7 @@ TEST_F(SafetensorsTest, DeeplyNestedJsonDoesNotCrash) {
 TEST_F(SafetensorsTest, OffsetsOutOfRangeAreCorrupt) {
   ExpectError(OpenOne("F32", "[2]", 0, 8, 4), StatusCode::kCorrupt, "past the data section");
   ExpectError(OpenOne("F32", "[2]", 8, 16, 8), StatusCode::kCorrupt, "past the data section");
-  ExpectError(OpenOne("F32", "[2]", UINT64_MAX - 7, UINT64_MAX, 8), StatusCode::kCorrupt,
-              "past the data section");
+  ExpectError(OpenOne("F32", "[2]", UINT64_MAX - 7, UINT64_MAX, 8), StatusCode::kCorrupt, "past the data section");
   ExpectError(OpenOne("F32", "[0]", 8, 0, 8), StatusCode::kCorrupt, "end before they begin");
 }
 
@@ -207,33 +199,28 @@ TEST_F(SafetensorsTest, SizeShapeMismatchIsCorrupt) {
 }
 
 TEST_F(SafetensorsTest, ShapeOverflowIsCorrupt) {
-  ExpectError(OpenOne("F32", "[4294967296,4294967296]", 0, 8, 8), StatusCode::kCorrupt,
-              "overflows");
-  ExpectError(OpenOne("F32", "[4611686018427387904]", 0, 8, 8), StatusCode::kCorrupt,
-              "overflows");
-  ExpectError(OpenOne("F32", "[18446744073709551615]", 0, 8, 8), StatusCode::kCorrupt,
-              "overflows");
+  ExpectError(OpenOne("F32", "[4294967296,4294967296]", 0, 8, 8), StatusCode::kCorrupt, "overflows");
+  ExpectError(OpenOne("F32", "[4611686018427387904]", 0, 8, 8), StatusCode::kCorrupt, "overflows");
+  ExpectError(OpenOne("F32", "[18446744073709551615]", 0, 8, 8), StatusCode::kCorrupt, "overflows");
 }
 
 TEST_F(SafetensorsTest, MalformedEntriesAreCorrupt) {
   ExpectError(OpenOne("F32", "[-2]", 0, 8, 8), StatusCode::kCorrupt, "\"shape\"");
   ExpectError(OpenOne("F32", "[2.0]", 0, 8, 8), StatusCode::kCorrupt, "\"shape\"");
   ExpectError(OpenOne("F32", "\"2\"", 0, 8, 8), StatusCode::kCorrupt, "\"shape\"");
-  ExpectError(OpenBytes(SafetensorsBytes(R"({"w":{"shape":[1],"data_offsets":[0,4]}})",
-                                         std::string(4, '\0'))),
+  ExpectError(OpenBytes(SafetensorsBytes(R"({"w":{"shape":[1],"data_offsets":[0,4]}})", std::string(4, '\0'))),
               StatusCode::kCorrupt, "\"dtype\"");
-  ExpectError(OpenBytes(SafetensorsBytes(R"({"w":{"dtype":7,"shape":[1],"data_offsets":[0,4]}})",
-                                         std::string(4, '\0'))),
-              StatusCode::kCorrupt, "\"dtype\"");
-  ExpectError(OpenBytes(SafetensorsBytes(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0]}})",
-                                         std::string(4, '\0'))),
-              StatusCode::kCorrupt, "\"data_offsets\"");
   ExpectError(
-      OpenBytes(SafetensorsBytes(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4,8]}})",
-                                 std::string(8, '\0'))),
+      OpenBytes(SafetensorsBytes(R"({"w":{"dtype":7,"shape":[1],"data_offsets":[0,4]}})", std::string(4, '\0'))),
+      StatusCode::kCorrupt, "\"dtype\"");
+  ExpectError(
+      OpenBytes(SafetensorsBytes(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0]}})", std::string(4, '\0'))),
       StatusCode::kCorrupt, "\"data_offsets\"");
-  ExpectError(OpenBytes(SafetensorsBytes(R"({"w":{"dtype":"F32","shape":[1]}})", "")),
-              StatusCode::kCorrupt, "\"data_offsets\"");
+  ExpectError(
+      OpenBytes(SafetensorsBytes(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4,8]}})", std::string(8, '\0'))),
+      StatusCode::kCorrupt, "\"data_offsets\"");
+  ExpectError(OpenBytes(SafetensorsBytes(R"({"w":{"dtype":"F32","shape":[1]}})", "")), StatusCode::kCorrupt,
+              "\"data_offsets\"");
 }
 
 TEST_F(SafetensorsTest, UnsupportedDtypesNameTensorAndDtype) {
@@ -249,10 +236,9 @@ TEST_F(SafetensorsTest, UnsupportedDtypesNameTensorAndDtype) {
 TEST_F(SafetensorsTest, DamagedFilesNeverCrash) {
   const std::vector<float> a = {1, 2, 3, 4};
   const std::vector<uint16_t> b = {0x3C00, 0x4000};
-  const std::string good = SafetensorsBytes(
-      R"({"a":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]},)"
-      R"("b":{"dtype":"BF16","shape":[2],"data_offsets":[16,20]}})",
-      Raw(a) + Raw(b));
+  const std::string good = SafetensorsBytes(R"({"a":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]},)"
+                                            R"("b":{"dtype":"BF16","shape":[2],"data_offsets":[16,20]}})",
+                                            Raw(a) + Raw(b));
   ASSERT_TRUE(OpenBytes(good).ok());
   for (size_t n = 0; n < good.size(); ++n) {
     auto r = OpenBytes(good.substr(0, n));

@@ -32,9 +32,9 @@ float ExpReference(float x) {
   const float n = z - r;
   const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
   const float u = b * b;
-  const float j = std::fma(std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
-                                    std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
-                           u, std::fma(0x1.ffffecp-1f, b, 1.0f));
+  const float j =
+      std::fma(std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)), u,
+               std::fma(0x1.ffffecp-1f, b, 1.0f));
   if (std::fabs(n) > 192) return n <= 0 ? 0.0f : INFINITY;
   return std::ldexp(j, static_cast<int>(n));  // vscalefps: j * 2^n, one rounding
 #elif defined(__AVX2__) && defined(__FMA__)
@@ -43,9 +43,9 @@ float ExpReference(float x) {
   const float n = z - r;
   const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
   const float u = b * b;
-  const float j = std::fma(std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
-                                    std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
-                           u, 0x1.ffffecp-1f * b);
+  const float j =
+      std::fma(std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)), u,
+               0x1.ffffecp-1f * b);
   if (std::fabs(n) > 192) return n <= 0 ? 0.0f : INFINITY;
   // (126 < |n| <= 192 takes ggml's two-step scaling; not compared bitwise.)
   const float k = std::ldexp(1.0f, static_cast<int>(n));

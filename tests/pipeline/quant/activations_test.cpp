@@ -33,8 +33,8 @@ float Half(float v) { return static_cast<float>(static_cast<_Float16>(v)); }
 // ggml Q8_0 / Q8_1 block of 32.
 struct Block32 {
   int8_t q[32];
-  float d;    // fp16(amax / 127), widened
-  float s;    // Q8_1: fp16(fp32 d * sum(q))
+  float d;  // fp16(amax / 127), widened
+  float s;  // Q8_1: fp16(fp32 d * sum(q))
   int sum;
 };
 
@@ -144,22 +144,22 @@ std::vector<float> TestRows(int64_t n, int64_t cols) {
     for (int k = 0; k < 3; ++k) x[t * cols + col(rng)] *= 40.0f;
   }
   float* r = x.data();
-  std::fill(r, r + 256, 0.0f);                           // row 0: a zero block / super-block
-  r += cols;                                             // row 1: exact .5 ties (id = 1 or -1)
+  std::fill(r, r + 256, 0.0f);  // row 0: a zero block / super-block
+  r += cols;                    // row 1: exact .5 ties (id = 1 or -1)
   for (int j = 0; j < 256; ++j) r[j] = static_cast<float>(j % 64) - 31.5f;
-  r[0] = 127.0f;                                         // amax 127 in every 32-block:
+  r[0] = 127.0f;  // amax 127 in every 32-block:
   for (int b = 32; b < 256; b += 32) r[b] = b % 64 ? -127.0f : 127.0f;
-  for (int row = 2; row <= 3; ++row) {                   // rows 2, 3: q8_K max ties
+  for (int row = 2; row <= 3; ++row) {  // rows 2, 3: q8_K max ties
     r += cols;
     for (int j = 0; j < 256; ++j) r[j] = 0.1f * normal(rng);
-    r[3] = row == 2 ? 9.0f : -9.0f;                      // the first of +-9 sets the sign
+    r[3] = row == 2 ? 9.0f : -9.0f;  // the first of +-9 sets the sign
     r[7] = -r[3];
   }
-  r += cols;                                             // row 4: fp16-subnormal scales
+  r += cols;  // row 4: fp16-subnormal scales
   for (int j = 0; j < 256; ++j) r[j] = 1e-6f * normal(rng);
-  r += cols;                                             // row 5: tiny but finite 127 / amax
+  r += cols;  // row 5: tiny but finite 127 / amax
   for (int j = 0; j < 256; ++j) r[j] = 1e-33f * normal(rng);
-  r += cols;                                             // row 6: one nonzero value per block
+  r += cols;  // row 6: one nonzero value per block
   std::fill(r, r + cols, 0.0f);
   for (int64_t j = 5; j < cols; j += 32) r[j] = -3.25f;
   return x;
@@ -167,8 +167,7 @@ std::vector<float> TestRows(int64_t n, int64_t cols) {
 
 TEST(ActivationsTest, QuantizationMatchesGgmlFormulasBitForBit) {
   const int64_t n = 24;
-  for (ActLayout layout :
-       {ActLayout::kQ8x4, ActLayout::kQ8x2, ActLayout::kQ8K, ActLayout::kQ8KPaired}) {
+  for (ActLayout layout : {ActLayout::kQ8x4, ActLayout::kQ8x2, ActLayout::kQ8K, ActLayout::kQ8KPaired}) {
     for (int64_t cols : {256, 1536, 2816}) {  // 2816 = 88 blocks: partial groups of 4
       const std::vector<float> x = TestRows(n, cols);
       const int64_t bytes = ActRowBytes(layout, cols);
@@ -187,9 +186,8 @@ TEST(ActivationsTest, QuantizationMatchesGgmlFormulasBitForBit) {
           for (int64_t i = 0; i < bytes && first < 0; ++i) {
             if (dst[i] != expected[i]) first = i;
           }
-          EXPECT_EQ(first, -1) << "layout " << static_cast<int>(layout) << " cols " << cols
-                               << " row " << t << (simd ? " (QuantizeActRow)" : " (scalar)")
-                               << ": first differing byte " << first;
+          EXPECT_EQ(first, -1) << "layout " << static_cast<int>(layout) << " cols " << cols << " row " << t
+                               << (simd ? " (QuantizeActRow)" : " (scalar)") << ": first differing byte " << first;
         }
       }
     }
@@ -201,8 +199,7 @@ TEST(ActivationsTest, QuantizationMatchesGgmlFormulasBitForBit) {
 TEST(ActivationsTest, QuantizationErrorIsHalfAStepPlusScaleRounding) {
   const int64_t cols = 1024;
   const std::vector<float> x = TestRows(16, cols);
-  for (ActLayout layout :
-       {ActLayout::kQ8x4, ActLayout::kQ8x2, ActLayout::kQ8K, ActLayout::kQ8KPaired}) {
+  for (ActLayout layout : {ActLayout::kQ8x4, ActLayout::kQ8x2, ActLayout::kQ8K, ActLayout::kQ8KPaired}) {
     std::vector<uint8_t> buf(ActRowBytes(layout, cols) + 64);
     uint8_t* dst = buf.data() + (64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64;
     for (int64_t t = 0; t < 16; ++t) {

@@ -47,8 +47,7 @@ std::vector<float> Activations(int64_t cols, uint32_t seed) {
 }
 
 // y[t] = the product of row t of x alone (n = 1, one thread).
-std::vector<std::vector<float>> RowsAlone(const QuantMatrix& w, Isa isa,
-                                          const std::vector<float>& x) {
+std::vector<std::vector<float>> RowsAlone(const QuantMatrix& w, Isa isa, const std::vector<float>& x) {
   std::vector<std::vector<float>> y(kRows, std::vector<float>(w.rows()));
   for (int64_t t = 0; t < kRows; ++t) {
     MultiplyWithIsa(w, isa, x.data() + t * w.cols(), 1, y[t].data(), 1);
@@ -56,8 +55,7 @@ std::vector<std::vector<float>> RowsAlone(const QuantMatrix& w, Isa isa,
   return y;
 }
 
-void ExpectBatchInvariant(const QuantMatrix& w, const std::string& what,
-                          const std::vector<Isa>& isas) {
+void ExpectBatchInvariant(const QuantMatrix& w, const std::string& what, const std::vector<Isa>& isas) {
   const std::vector<float> x = Activations(w.cols(), 7);
   for (Isa isa : isas) {
     const auto alone = RowsAlone(w, isa, x);
@@ -67,11 +65,9 @@ void ExpectBatchInvariant(const QuantMatrix& w, const std::string& what,
           std::vector<float> y(n * w.rows());
           MultiplyWithIsa(w, isa, x.data() + offset * w.cols(), n, y.data(), threads);
           for (int64_t t = 0; t < n; ++t) {
-            ASSERT_EQ(0, std::memcmp(alone[offset + t].data(), y.data() + t * w.rows(),
-                                     w.rows() * sizeof(float)))
-                << what << " (" << IsaName(isa) << "): row " << offset + t << " at position " << t
-                << " of a batch of " << n << " (" << threads
-                << " threads) differs from the row alone";
+            ASSERT_EQ(0, std::memcmp(alone[offset + t].data(), y.data() + t * w.rows(), w.rows() * sizeof(float)))
+                << what << " (" << IsaName(isa) << "): row " << offset + t << " at position " << t << " of a batch of "
+                << n << " (" << threads << " threads) differs from the row alone";
           }
         }
       }
@@ -92,19 +88,18 @@ TEST(BatchInvariance, EveryWeightTypeGivesBitIdenticalRows) {
   // Columns leave partial groups: Q4 160 = 5 blocks (one past a group of 4),
   // Q8_0 544 = 17 blocks (odd), float 37 (a partial vector).
   const Spec specs[] = {
-      {GgmlType::F32, 37},   {GgmlType::F32, 576},  {GgmlType::F16, 576},
-      {GgmlType::BF16, 576}, {GgmlType::Q4_0, 160}, {GgmlType::Q4_0, 576},
-      {GgmlType::Q4_1, 160}, {GgmlType::Q4_1, 1536}, {GgmlType::Q8_0, 544},
-      {GgmlType::Q8_0, 576}, {GgmlType::Q4_K, 512}, {GgmlType::Q6_K, 768},
+      {GgmlType::F32, 37},   {GgmlType::F32, 576},  {GgmlType::F16, 576},  {GgmlType::BF16, 576},
+      {GgmlType::Q4_0, 160}, {GgmlType::Q4_0, 576}, {GgmlType::Q4_1, 160}, {GgmlType::Q4_1, 1536},
+      {GgmlType::Q8_0, 544}, {GgmlType::Q8_0, 576}, {GgmlType::Q4_K, 512}, {GgmlType::Q6_K, 768},
   };
   for (const Spec& s : specs) {
     const std::vector<uint8_t> bytes = RandomMatrix(s.type, kMatrixRows, s.cols, 11);
-    Result<QuantMatrix> w =
-        QuantMatrix::Create(s.type, kMatrixRows, s.cols, bytes.data(), bytes.size());
+    Result<QuantMatrix> w = QuantMatrix::Create(s.type, kMatrixRows, s.cols, bytes.data(), bytes.size());
     ASSERT_TRUE(w.ok()) << w.status().ToString();
-    ExpectBatchInvariant(*w, std::string(ggml_type_name(s.type)) + " [" +
-                                 std::to_string(kMatrixRows) + ", " + std::to_string(s.cols) + "]",
-                         Isas());
+    ExpectBatchInvariant(
+        *w,
+        std::string(ggml_type_name(s.type)) + " [" + std::to_string(kMatrixRows) + ", " + std::to_string(s.cols) + "]",
+        Isas());
   }
 }
 
@@ -125,8 +120,8 @@ TEST(BatchInvariance, SharedInputCallsGiveBitIdenticalRows) {
     for (size_t i = 0; i < set.types.size(); ++i) {
       const int64_t rows = 64 + 37 * static_cast<int64_t>(i);
       bytes.push_back(RandomMatrix(set.types[i], rows, set.cols, 20 + static_cast<uint32_t>(i)));
-      mats.push_back(QuantMatrix::Create(set.types[i], rows, set.cols, bytes.back().data(),
-                                         bytes.back().size()).value());
+      mats.push_back(
+          QuantMatrix::Create(set.types[i], rows, set.cols, bytes.back().data(), bytes.back().size()).value());
     }
     const std::vector<float> x = Activations(set.cols, 9);
     for (Isa isa : Isas()) {
@@ -139,16 +134,15 @@ TEST(BatchInvariance, SharedInputCallsGiveBitIdenticalRows) {
           for (const QuantMatrix& m : mats) ys.emplace_back(n * m.rows(), -1.0f);
           for (size_t i = 0; i < mats.size(); ++i) outs.push_back({&mats[i], ys[i].data()});
           const int64_t offset = n % 3;
-          MultiplySharedWithIsa(isa, outs.data(), static_cast<int>(outs.size()),
-                                x.data() + offset * set.cols, n, threads);
+          MultiplySharedWithIsa(isa, outs.data(), static_cast<int>(outs.size()), x.data() + offset * set.cols, n,
+                                threads);
           for (size_t i = 0; i < mats.size(); ++i) {
             for (int64_t t = 0; t < n; ++t) {
-              ASSERT_EQ(0, std::memcmp(alone[i][offset + t].data(),
-                                       ys[i].data() + t * mats[i].rows(),
+              ASSERT_EQ(0, std::memcmp(alone[i][offset + t].data(), ys[i].data() + t * mats[i].rows(),
                                        mats[i].rows() * sizeof(float)))
-                  << ggml_type_name(mats[i].type()) << " (matrix " << i << ", " << IsaName(isa)
-                  << "): row " << offset + t << " of a shared batch of " << n << " ("
-                  << threads << " threads) differs from the row alone";
+                  << ggml_type_name(mats[i].type()) << " (matrix " << i << ", " << IsaName(isa) << "): row "
+                  << offset + t << " of a shared batch of " << n << " (" << threads
+                  << " threads) differs from the row alone";
             }
           }
         }

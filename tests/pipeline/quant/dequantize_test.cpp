@@ -37,8 +37,7 @@ TEST(DequantizeTest, F32F16Bf16) {
   const uint16_t h[4] = {0x3C00, 0xC100, 0x0001, 0x7BFF};
   std::vector<uint8_t> hb(sizeof h);
   std::memcpy(hb.data(), h, sizeof h);
-  EXPECT_EQ(Dequantize(GgmlType::F16, hb, 4),
-            (std::vector<float>{1.0f, -2.5f, std::ldexp(1.0f, -24), 65504.0f}));
+  EXPECT_EQ(Dequantize(GgmlType::F16, hb, 4), (std::vector<float>{1.0f, -2.5f, std::ldexp(1.0f, -24), 65504.0f}));
   const uint16_t bf[3] = {0x3F80, 0xC020, 0x4049};
   std::vector<uint8_t> bb(sizeof bf);
   std::memcpy(bb.data(), bf, sizeof bf);

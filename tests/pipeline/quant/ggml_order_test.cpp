@@ -154,8 +154,8 @@ TEST(GgmlOrder, Q4_1AndQ8_0MatchLlamaCppBitForBit) {
             const auto& want = isa == Isa::kScalar ? want_generic[t] : want_x86[t];
             int bad = 0;
             for (int64_t r = 0; r < rows; ++r) bad += y[t * rows + r] != want[r];
-            EXPECT_EQ(bad, 0) << ggml_type_name(type) << " cols " << cols << " isa " << IsaName(isa)
-                              << " batch " << batch << " t " << t;
+            EXPECT_EQ(bad, 0) << ggml_type_name(type) << " cols " << cols << " isa " << IsaName(isa) << " batch "
+                              << batch << " t " << t;
           }
         }
       }

@@ -21,9 +21,9 @@ TEST(HalfTest, Fp16ToFp32KnownValues) {
   EXPECT_EQ(Fp16ToFp32(0xC000), -2.0f);
   EXPECT_EQ(Fp16ToFp32(0x3555), 0.25f + 0x155 * Pow2(-12));  // 0.33325195
   EXPECT_EQ(Fp16ToFp32(0x7BFF), 65504.0f);
-  EXPECT_EQ(Fp16ToFp32(0x0400), Pow2(-14));                   // smallest normal
-  EXPECT_EQ(Fp16ToFp32(0x0001), Pow2(-24));                   // smallest subnormal
-  EXPECT_EQ(Fp16ToFp32(0x03FF), 1023.0f * Pow2(-24));         // largest subnormal
+  EXPECT_EQ(Fp16ToFp32(0x0400), Pow2(-14));            // smallest normal
+  EXPECT_EQ(Fp16ToFp32(0x0001), Pow2(-24));            // smallest subnormal
+  EXPECT_EQ(Fp16ToFp32(0x03FF), 1023.0f * Pow2(-24));  // largest subnormal
   EXPECT_EQ(Fp16ToFp32(0x8201), -513.0f * Pow2(-24));
   EXPECT_EQ(Fp16ToFp32(0x7C00), std::numeric_limits<float>::infinity());
   EXPECT_EQ(Fp16ToFp32(0xFC00), -std::numeric_limits<float>::infinity());
@@ -61,7 +61,7 @@ TEST(HalfTest, Fp32ToFp16Rounding) {
   EXPECT_EQ(Fp32ToFp16(1.0f + Pow2(-11)), 0x3C00);      // tie, even stays
   EXPECT_EQ(Fp32ToFp16(1.0f + 3 * Pow2(-11)), 0x3C02);  // tie, odd rounds up
   EXPECT_EQ(Fp32ToFp16(1.0f + Pow2(-11) + Pow2(-20)), 0x3C01);
-  EXPECT_EQ(Fp32ToFp16(Pow2(-25)), 0x0000);              // half the smallest subnormal: tie to 0
+  EXPECT_EQ(Fp32ToFp16(Pow2(-25)), 0x0000);  // half the smallest subnormal: tie to 0
   EXPECT_EQ(Fp32ToFp16(std::nextafter(Pow2(-25), 1.0f)), 0x0001);
   EXPECT_EQ(Fp32ToFp16(3 * Pow2(-25)), 0x0002);          // 1.5 ulp: tie to even
   EXPECT_EQ(Fp32ToFp16(5 * Pow2(-25)), 0x0002);          // 2.5 ulp: tie to even
@@ -114,7 +114,7 @@ TEST(HalfTest, Bf16Conversions) {
   EXPECT_EQ(Fp32ToBf16(std::numeric_limits<float>::max()), 0x7F80);  // rounds to inf
   EXPECT_EQ(Fp32ToBf16(-std::numeric_limits<float>::infinity()), 0xFF80);
   EXPECT_EQ(Fp32ToBf16(-0.0f), 0x8000);
-  EXPECT_EQ(Fp32ToBf16(BitsToFloat(0x00018000u)), 0x0002);  // subnormal tie to even
+  EXPECT_EQ(Fp32ToBf16(BitsToFloat(0x00018000u)), 0x0002);                    // subnormal tie to even
   EXPECT_TRUE(std::isnan(Bf16ToFp32(Fp32ToBf16(BitsToFloat(0x7F800001u)))));  // low-payload NaN
   EXPECT_TRUE(std::isnan(Bf16ToFp32(Fp32ToBf16(std::numeric_limits<float>::quiet_NaN()))));
   for (uint32_t b = 0; b < 0x10000; ++b) {

@@ -7,8 +7,8 @@
 
 #include <cstring>
 #include <fstream>
-#include <string>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -94,8 +94,7 @@ TEST(HugePageBufferTest, MatrixOverCopyGivesTheSameProducts) {
   const std::vector<float> x = testing_util::RandomActivations(2, cols, 4);
   HugePageBuffer copy = HugePageBuffer::CopyOf(w.data(), w.size()).value();
   const QuantMatrix a = QuantMatrix::Create(GgmlType::Q4_1, rows, cols, w.data(), w.size()).value();
-  const QuantMatrix b =
-      QuantMatrix::Create(GgmlType::Q4_1, rows, cols, copy.data(), copy.size()).value();
+  const QuantMatrix b = QuantMatrix::Create(GgmlType::Q4_1, rows, cols, copy.data(), copy.size()).value();
   std::vector<float> ya(2 * rows), yb(2 * rows);
   a.Multiply(x.data(), 2, ya.data(), 1);
   b.Multiply(x.data(), 2, yb.data(), 1);

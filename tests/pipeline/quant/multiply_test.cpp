@@ -57,8 +57,10 @@ std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
 
 int64_t ActBlock(GgmlType type) {
   switch (ActLayoutFor(type)) {
-    case ActLayout::kQ8x4: case ActLayout::kQ8x2: return 32;
-    case ActLayout::kQ8K: case ActLayout::kQ8KPaired: return 256;
+    case ActLayout::kQ8x4:
+    case ActLayout::kQ8x2: return 32;
+    case ActLayout::kQ8K:
+    case ActLayout::kQ8KPaired: return 256;
     case ActLayout::kNone: return 0;
   }
   return 0;
@@ -72,9 +74,8 @@ struct Reference {
   std::vector<double> var;    // expected error variance: sum_j w_j^2 d_b(j)^2 / 12
 };
 
-Reference ComputeReference(GgmlType type, const std::vector<uint8_t>& wq,
-                           const std::vector<float>& w, int64_t rows, int64_t cols,
-                           const std::vector<float>& x, int64_t n) {
+Reference ComputeReference(GgmlType type, const std::vector<uint8_t>& wq, const std::vector<float>& w, int64_t rows,
+                           int64_t cols, const std::vector<float>& x, int64_t n) {
   const int64_t ab = ActBlock(type);
   const int64_t wb = ggml_block_values(type);
   std::vector<double> dx(x.size(), 0.0), hx(x.size(), 0.0);
@@ -174,11 +175,11 @@ TEST_P(MultiplyTest, MatchesFp32ReferenceOnEveryIsa) {
         for (int64_t k = 0; k < n * rows; ++k) {
           const double tol = ref.quant[k] + ref.fp[k];
           ASSERT_LE(std::fabs(y[k] - ref.y[k]), tol)
-              << IsaName(isa) << " threads=" << threads << " n=" << n << " t=" << k / rows
-              << " r=" << k % rows << " y=" << y[k] << " ref=" << ref.y[k];
+              << IsaName(isa) << " threads=" << threads << " n=" << n << " t=" << k / rows << " r=" << k % rows
+              << " y=" << y[k] << " ref=" << ref.y[k];
           ASSERT_LE(std::fabs(y[k] - y_scalar[k]), 2 * ref.fp[k])
-              << IsaName(isa) << " vs scalar, threads=" << threads << " n=" << n
-              << " t=" << k / rows << " r=" << k % rows;
+              << IsaName(isa) << " vs scalar, threads=" << threads << " n=" << n << " t=" << k / rows
+              << " r=" << k % rows;
         }
       }
     }
@@ -187,8 +188,8 @@ TEST_P(MultiplyTest, MatchesFp32ReferenceOnEveryIsa) {
 
 std::vector<Case> AllCases() {
   std::vector<Case> cases;
-  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q4_0,
-                        GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0,
+                        GgmlType::Q4_K, GgmlType::Q6_K}) {
     const bool k_quant = ggml_block_values(type) == 256;
     for (int64_t cols : {256, 576, 1536, 4096}) {
       if (k_quant && cols % 256 != 0) continue;
@@ -238,14 +239,13 @@ TEST(MultiplyTest, SharedInputMatchesSeparateCalls) {
     GgmlType type;
     int64_t rows;
   };
-  const Spec specs[] = {{GgmlType::Q4_1, 1536}, {GgmlType::Q8_0, 192}, {GgmlType::F16, 100},
-                        {GgmlType::Q4_0, 37}, {GgmlType::Q4_1, 192}};
+  const Spec specs[] = {
+      {GgmlType::Q4_1, 1536}, {GgmlType::Q8_0, 192}, {GgmlType::F16, 100}, {GgmlType::Q4_0, 37}, {GgmlType::Q4_1, 192}};
   std::vector<std::vector<uint8_t>> bytes;
   std::vector<QuantMatrix> mats;
   for (const Spec& s : specs) {
     bytes.push_back(RandomMatrix(s.type, s.rows, cols, 40 + static_cast<uint32_t>(s.rows)));
-    mats.push_back(QuantMatrix::Create(s.type, s.rows, cols, bytes.back().data(),
-                                       bytes.back().size()).value());
+    mats.push_back(QuantMatrix::Create(s.type, s.rows, cols, bytes.back().data(), bytes.back().size()).value());
   }
   for (int64_t n : {1, 5}) {
     const std::vector<float> x = RandomActivations(n, cols, 8);

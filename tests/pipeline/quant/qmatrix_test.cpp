@@ -16,9 +16,7 @@ namespace {
 
 using testing_util::RandomMatrix;
 
-bool Contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
+bool Contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 TEST(QuantMatrixTest, CreateAcceptsWellFormedMatrices) {
   const std::vector<uint8_t> buf(2 * 20 * 18);
@@ -33,8 +31,7 @@ TEST(QuantMatrixTest, CreateAcceptsWellFormedMatrices) {
 
 TEST(QuantMatrixTest, CreateRejectsUnsupportedType) {
   const std::vector<uint8_t> buf(1024);
-  Result<QuantMatrix> m =
-      QuantMatrix::Create(static_cast<GgmlType>(10), 1, 256, buf.data(), buf.size());  // Q2_K
+  Result<QuantMatrix> m = QuantMatrix::Create(static_cast<GgmlType>(10), 1, 256, buf.data(), buf.size());  // Q2_K
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().code(), StatusCode::kUnsupported);
   EXPECT_TRUE(Contains(m.status().message(), "type code 10")) << m.status().message();
@@ -46,8 +43,7 @@ TEST(QuantMatrixTest, CreateRejectsColsNotMultipleOfBlock) {
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(Contains(m.status().message(), "Q4_K")) << m.status().message();
-  EXPECT_TRUE(Contains(m.status().message(), "not a multiple of the block size 256"))
-      << m.status().message();
+  EXPECT_TRUE(Contains(m.status().message(), "not a multiple of the block size 256")) << m.status().message();
   EXPECT_FALSE(QuantMatrix::Create(GgmlType::Q8_0, 1, 48, buf.data(), 34).ok());
 }
 
@@ -103,8 +99,8 @@ TEST(QuantMatrixTest, FromViewChecksRankAndNamesTheTensor) {
 }
 
 TEST(QuantMatrixTest, DequantizeRowReadsTheRightRow) {
-  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q4_0,
-                        GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0,
+                        GgmlType::Q4_K, GgmlType::Q6_K}) {
     const int64_t rows = 5, cols = 512;
     const std::vector<uint8_t> w = RandomMatrix(type, rows, cols, 7);
     Result<QuantMatrix> m = QuantMatrix::Create(type, rows, cols, w.data(), w.size());

@@ -18,8 +18,7 @@ inline void PutU16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, sizeof v); }
 
 // rows x cols weights of `type` with random payload bytes and scales drawn so
 // values stay O(0.1), like trained linear weights.
-inline std::vector<uint8_t> RandomMatrix(GgmlType type, int64_t rows, int64_t cols,
-                                         uint32_t seed) {
+inline std::vector<uint8_t> RandomMatrix(GgmlType type, int64_t rows, int64_t cols, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int> byte(0, 255);
   std::normal_distribution<float> normal(0.0f, 0.05f);

@@ -90,10 +90,10 @@ TEST(TopKTest, OffValuesLeaveListUntouched) {
 TEST(TopPTest, KeepsShortestPrefixReachingP) {
   // Rank order: id1 0.4, id3 0.3, id2 0.2, id0 0.1.
   const auto c = FromProbs({0.1, 0.4, 0.2, 0.3});
-  EXPECT_EQ(TopP(0.3f, c), (IdList{1}));        // top alone is enough
-  EXPECT_EQ(TopP(0.4f, c), (IdList{1}));        // boundary: 0.4 >= 0.4
+  EXPECT_EQ(TopP(0.3f, c), (IdList{1}));  // top alone is enough
+  EXPECT_EQ(TopP(0.4f, c), (IdList{1}));  // boundary: 0.4 >= 0.4
   EXPECT_EQ(TopP(0.41f, c), (IdList{1, 3}));
-  EXPECT_EQ(TopP(0.7f, c), (IdList{1, 3}));     // boundary: 0.7 >= 0.7
+  EXPECT_EQ(TopP(0.7f, c), (IdList{1, 3}));  // boundary: 0.7 >= 0.7
   EXPECT_EQ(TopP(0.71f, c), (IdList{1, 3, 2}));
   EXPECT_EQ(TopP(0.9f, c), (IdList{1, 3, 2}));  // boundary
   EXPECT_EQ(TopP(0.95f, c), (IdList{1, 3, 2, 0}));
@@ -156,10 +156,10 @@ TEST(TopPTest, UniformVocabularyEveryCutPosition) {
 TEST(MinPTest, KeepsAtLeastFractionOfMaxInclusive) {
   // p_max = 0.5.
   const auto c = FromProbs({0.5, 0.25, 0.05, 0.2});
-  EXPECT_EQ(MinP(0.5f, c), (IdList{0, 1}));      // >= 0.25, boundary kept
+  EXPECT_EQ(MinP(0.5f, c), (IdList{0, 1}));  // >= 0.25, boundary kept
   EXPECT_EQ(MinP(0.51f, c), (IdList{0}));
-  EXPECT_EQ(MinP(0.4f, c), (IdList{0, 1, 3}));   // >= 0.2, boundary kept
-  EXPECT_EQ(MinP(0.11f, c), (IdList{0, 1, 3}));  // >= 0.055
+  EXPECT_EQ(MinP(0.4f, c), (IdList{0, 1, 3}));     // >= 0.2, boundary kept
+  EXPECT_EQ(MinP(0.11f, c), (IdList{0, 1, 3}));    // >= 0.055
   EXPECT_EQ(MinP(0.1f, c), (IdList{0, 1, 2, 3}));  // >= 0.05, boundary kept
   EXPECT_EQ(MinP(0.0f, c), (IdList{0, 1, 2, 3}));  // off
 }
@@ -180,16 +180,16 @@ TEST(MinPTest, IndependentOfNormalization) {
 TEST(TopATest, KeepsAtLeastAPmaxSquared) {
   // p_max^2 = 0.25.
   const auto c = FromProbs({0.5, 0.25, 0.125, 0.125});
-  EXPECT_EQ(TopA(1.0f, c), (IdList{0, 1}));         // >= 0.25, boundary kept
-  EXPECT_EQ(TopA(0.6f, c), (IdList{0, 1}));         // >= 0.15
-  EXPECT_EQ(TopA(0.5f, c), (IdList{0, 1, 2, 3}));   // >= 0.125, boundary kept
-  EXPECT_EQ(TopA(2.0f, c), (IdList{0}));            // >= 0.5 = p_max
-  EXPECT_EQ(TopA(3.0f, c), (IdList{0}));            // above p_max: keep the top one
-  EXPECT_EQ(TopA(0.0f, c), (IdList{0, 1, 2, 3}));   // off
+  EXPECT_EQ(TopA(1.0f, c), (IdList{0, 1}));        // >= 0.25, boundary kept
+  EXPECT_EQ(TopA(0.6f, c), (IdList{0, 1}));        // >= 0.15
+  EXPECT_EQ(TopA(0.5f, c), (IdList{0, 1, 2, 3}));  // >= 0.125, boundary kept
+  EXPECT_EQ(TopA(2.0f, c), (IdList{0}));           // >= 0.5 = p_max
+  EXPECT_EQ(TopA(3.0f, c), (IdList{0}));           // above p_max: keep the top one
+  EXPECT_EQ(TopA(0.0f, c), (IdList{0, 1, 2, 3}));  // off
 
   // p_max = 0.8, p_max^2 = 0.64.
   const auto d = FromProbs({0.1, 0.8, 0.06, 0.04});
-  EXPECT_EQ(TopA(0.1f, d), (IdList{0, 1}));         // >= 0.064
+  EXPECT_EQ(TopA(0.1f, d), (IdList{0, 1}));           // >= 0.064
   EXPECT_EQ(TopA(0.0625f, d), (IdList{0, 1, 2, 3}));  // >= 0.04, boundary kept
 }
 

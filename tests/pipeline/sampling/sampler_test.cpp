@@ -42,8 +42,7 @@ std::vector<int32_t> Generate(Sampler& s, const std::vector<float>& logits, int6
 }
 
 // softmax(logits / t), restricted to `keep` (all when empty) and renormalized.
-std::vector<double> Expected(const std::vector<float>& logits, double t,
-                             const std::vector<int32_t>& keep = {}) {
+std::vector<double> Expected(const std::vector<float>& logits, double t, const std::vector<int32_t>& keep = {}) {
   std::vector<double> p(logits.size(), 0.0);
   double sum = 0.0;
   for (size_t i = 0; i < logits.size(); ++i) {
@@ -57,8 +56,8 @@ std::vector<double> Expected(const std::vector<float>& logits, double t,
 // Draws `n` tokens (steps 0..n-1) and checks the frequencies against
 // `expected`: chi-square below the p = 0.001 critical value and every
 // frequency within 0.01. Tokens with expected probability 0 must never occur.
-void ExpectDistribution(Sampler& s, const std::vector<float>& logits,
-                        const std::vector<double>& expected, int n = 20000) {
+void ExpectDistribution(Sampler& s, const std::vector<float>& logits, const std::vector<double>& expected,
+                        int n = 20000) {
   std::vector<int> counts(logits.size(), 0);
   for (int step = 0; step < n; ++step) {
     const int32_t t = s.Sample(logits.data(), static_cast<int64_t>(logits.size()), step, {});
@@ -104,8 +103,7 @@ TEST(SamplerTest, TopKNeverEmitsOutsideTopK) {
   const auto logits = RandomLogits(1000, 3, 1.0f);
   std::vector<int32_t> order(logits.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
-  std::sort(order.begin(), order.end(),
-            [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
   const std::set<int32_t> top5(order.begin(), order.begin() + 5);
 
   std::set<int32_t> seen;

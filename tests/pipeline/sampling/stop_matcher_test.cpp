@@ -111,8 +111,7 @@ TEST(StopMatcherTest, EverySplitGivesTheSameText) {
   for (size_t a = 0; a <= text.size(); ++a) {
     for (size_t b = a; b <= text.size(); ++b) {
       StopMatcher m({"</s>", "<|im_end|>"});
-      const std::string out =
-          Stream(m, {text.substr(0, a), text.substr(a, b - a), text.substr(b)});
+      const std::string out = Stream(m, {text.substr(0, a), text.substr(a, b - a), text.substr(b)});
       EXPECT_EQ(out, "the end") << "split at " << a << ", " << b;
       EXPECT_TRUE(m.stopped());
     }

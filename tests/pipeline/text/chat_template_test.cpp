@@ -53,9 +53,9 @@ std::unique_ptr<Tokenizer> ChatMlTokenizer() {
   return MakeTokenizer({"<|endoftext|>", "<|im_start|>", "<|im_end|>"}, "<|im_start|>");
 }
 std::unique_ptr<Tokenizer> Llama3Tokenizer() {
-  return MakeTokenizer({"<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
-                        "<|eot_id|>"},
-                       "<|begin_of_text|>");
+  return MakeTokenizer(
+      {"<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"},
+      "<|begin_of_text|>");
 }
 
 std::string RenderOrDie(const ChatTemplate& t, const std::vector<ChatMessage>& messages, bool gen) {

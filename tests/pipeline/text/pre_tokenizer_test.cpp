@@ -57,7 +57,9 @@ TEST(PreTokenizerTest, WhiteSpaceIsTheUnicodeProperty) {
 
 TEST(PreTokenizerTest, PiecesCoverInvalidUtf8) {
   for (const std::string family : {"gpt2", "smollm", "llama-bpe", "qwen2"}) {
-    const std::string text = "a\xFF\xFE" "b \xC3 x\xE2\x82 9\x80";
+    const std::string text =
+        "a\xFF\xFE"
+        "b \xC3 x\xE2\x82 9\x80";
     std::string joined;
     for (const std::string& piece : Split(family, text)) joined += piece;
     EXPECT_EQ(joined, text) << family;

@@ -86,8 +86,9 @@ TEST_F(SmolLm2TokenizerTest, RandomBytesRoundTrip) {
   EXPECT_EQ(missing, std::vector<uint8_t>({0x04, 0x06, 0x13, 0x14, 0x16, 0x1D, 0xC0, 0xC1, 0xF1, 0xF2, 0xF5,
                                            0xF6, 0xF7, 0xF8, 0xF9, 0xFA, 0xFB, 0xFC, 0xFD, 0xFE, 0xFF}));
   std::mt19937 rng(20240601);
-  const std::vector<std::string> words = {"the", " quick", "<|im_start|>", "<|im_end|>", "123", "  ", "\n",
-                                          "é", "😀", "日本", "'s", "<file_sep>", "\xE2\x82", "\x80\x80"};
+  const std::vector<std::string> words = {
+      "the", " quick", "<|im_start|>", "<|im_end|>", "123",        "  ",       "\n",
+      "é",   "😀",      "日本",         "'s",         "<file_sep>", "\xE2\x82", "\x80\x80"};
   for (int i = 0; i < 400; ++i) {
     std::string s;
     for (int p = rng() % 16; p > 0; --p) {
@@ -107,7 +108,10 @@ TEST_F(SmolLm2TokenizerTest, RandomBytesRoundTrip) {
 
 TEST_F(SmolLm2TokenizerTest, BytesWithoutATokenAreDropped) {
   // The byte still separates pieces: "a" and "b", not "ab" (as in HF).
-  EXPECT_EQ(tok_->Encode("a\x04" "b\xFA", false), Ids({81, 82}));
+  EXPECT_EQ(tok_->Encode("a\x04"
+                         "b\xFA",
+                         false),
+            Ids({81, 82}));
   EXPECT_EQ(tok_->Decode(tok_->Encode("x\xFFy", false)), "xy");
 }
 
@@ -170,8 +174,8 @@ TEST_F(SmolLm2TokenizerTest, StreamDecoderYieldsValidUtf8) {
 TEST_F(SmolLm2TokenizerTest, EncodesAMegabyteQuickly) {
   std::string text;
   std::mt19937 rng(7);
-  const std::vector<std::string> words = {"token", " the", " of", " 2024", ",", " naïve", " 東京", "\n", "  ",
-                                          " encyclopedia", "{\"a\": [1, 2]}", " 😀"};
+  const std::vector<std::string> words = {"token", " the", " of",           " 2024",           ",", " naïve", " 東京",
+                                          "\n",    "  ",   " encyclopedia", "{\"a\": [1, 2]}", " 😀"};
   while (text.size() < (1 << 20)) text += words[rng() % words.size()];
   auto start = std::chrono::steady_clock::now();
   Ids ids = tok_->Encode(text, false);

@@ -77,7 +77,7 @@ TEST_F(StreamDecoderTest, ReplacesBytesThatNeverFormACharacter) {
   EXPECT_EQ(dec.Feed(0xE2), kFffd);  // a new lead breaks the old sequence off
   EXPECT_EQ(dec.Feed(0x82), "");
   EXPECT_EQ(dec.Feed(0xAC), "\xE2\x82\xAC");  // the euro sign
-  EXPECT_EQ(dec.Feed(-1), "");               // out-of-range id: nothing
+  EXPECT_EQ(dec.Feed(-1), "");                // out-of-range id: nothing
 }
 
 TEST_F(StreamDecoderTest, SpecialTokensAreText) {
@@ -94,10 +94,10 @@ TEST(AppendUtf8LossyTest, MaximalSubpartsBecomeOneReplacementEach) {
   };
   EXPECT_EQ(lossy(""), "");
   EXPECT_EQ(lossy("abc \xC3\xA9"), "abc \xC3\xA9");
-  EXPECT_EQ(lossy("\xED\xA0\x80"), kFffd + kFffd + kFffd);  // a surrogate
+  EXPECT_EQ(lossy("\xED\xA0\x80"), kFffd + kFffd + kFffd);              // a surrogate
   EXPECT_EQ(lossy("\xF4\x90\x80\x80"), kFffd + kFffd + kFffd + kFffd);  // past U+10FFFF
-  EXPECT_EQ(lossy("\xF0\x9F\x98"), kFffd);  // truncated at the end
-  EXPECT_EQ(lossy("\xC0\xAF"), kFffd + kFffd);  // overlong '/'
+  EXPECT_EQ(lossy("\xF0\x9F\x98"), kFffd);                              // truncated at the end
+  EXPECT_EQ(lossy("\xC0\xAF"), kFffd + kFffd);                          // overlong '/'
   EXPECT_EQ(lossy("\xF0\x9F\x98\x80\x80"), "\xF0\x9F\x98\x80" + kFffd);
 }
 
@@ -122,8 +122,8 @@ TEST(AppendUtf8LossyTest, HoldsOnlyACharacterThatCanStillComplete) {
 TEST_F(StreamDecoderTest, AnyByteStreamComesOutValidAndEqualToTheWhole) {
   std::mt19937 rng(7);
   // Bytes biased towards UTF-8 structure so that valid and broken sequences both occur.
-  const uint8_t alphabet[] = {'a', ' ', 0x80, 0x8F, 0x9F, 0xA0, 0xBF, 0xC0, 0xC3, 0xDF,
-                              0xE0, 0xE2, 0xED, 0xEF, 0xF0, 0xF4, 0xF5, 0xFF};
+  const uint8_t alphabet[] = {'a',  ' ',  0x80, 0x8F, 0x9F, 0xA0, 0xBF, 0xC0, 0xC3,
+                              0xDF, 0xE0, 0xE2, 0xED, 0xEF, 0xF0, 0xF4, 0xF5, 0xFF};
   for (int round = 0; round < 2000; ++round) {
     std::string bytes;
     const int n = static_cast<int>(rng() % 24);

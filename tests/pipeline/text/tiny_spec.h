@@ -30,8 +30,8 @@ inline const std::vector<std::string> kTinyMerges = {
     "1 2",      // 268 12
     "12 3",     // 269 123
 };
-constexpr int kIdHe = 256, kIdHello = 259, kIdSpaceWorld = 264, kIdBc = 265, kIdAb = 266, kIdAa = 267,
-              kId12 = 268, kId123 = 269;
+constexpr int kIdHe = 256, kIdHello = 259, kIdSpaceWorld = 264, kIdBc = 265, kIdAb = 266, kIdAa = 267, kId12 = 268,
+              kId123 = 269;
 constexpr int kIdImStart = 270, kIdImEnd = 271, kIdTool = 272, kIdEndOfText = 273;
 
 inline TokenizerSpec TinySpec(const std::string& pre = "gpt2") {

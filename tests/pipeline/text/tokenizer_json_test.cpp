@@ -30,12 +30,11 @@ json SmolLmPreTokenizer() {
 }
 
 json SplitPreTokenizer(const char* pattern) {
-  return {{"type", "Sequence"},
-          {"pretokenizers", json::array({{{"type", "Split"},
-                                          {"pattern", {{"Regex", pattern}}},
-                                          {"behavior", "Isolated"},
-                                          {"invert", false}},
-                                         ByteLevel(false)})}};
+  return {
+      {"type", "Sequence"},
+      {"pretokenizers",
+       json::array({{{"type", "Split"}, {"pattern", {{"Regex", pattern}}}, {"behavior", "Isolated"}, {"invert", false}},
+                    ByteLevel(false)})}};
 }
 
 // tokenizer.json for the tiny vocabulary; merges as pairs when `pair_merges`.
@@ -73,26 +72,22 @@ json TinyTokenizerJson(const json& pre_tokenizer, bool pair_merges) {
 class TokenizerJsonTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("troupe_tokjson_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / ("troupe_tokjson_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
-  void Write(const std::string& name, const std::string& text) {
-    std::ofstream(dir_ / name, std::ios::binary) << text;
-  }
+  void Write(const std::string& name, const std::string& text) { std::ofstream(dir_ / name, std::ios::binary) << text; }
   Result<TokenizerSpec> Load() { return LoadTokenizerJson(dir_.string()); }
   fs::path dir_;
 };
 
 TEST_F(TokenizerJsonTest, SmolLmFolder) {
   Write("tokenizer.json", TinyTokenizerJson(SmolLmPreTokenizer(), false).dump());
-  Write("tokenizer_config.json",
-        json({{"bos_token", "<|im_start|>"},
-              {"eos_token", {{"content", "<|im_end|>"}, {"special", true}}},
-              {"chat_template", "{{ '<|im_start|>' }}"}})
-            .dump());
+  Write("tokenizer_config.json", json({{"bos_token", "<|im_start|>"},
+                                       {"eos_token", {{"content", "<|im_end|>"}, {"special", true}}},
+                                       {"chat_template", "{{ '<|im_start|>' }}"}})
+                                     .dump());
   auto spec = Load();
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_EQ(spec->pre, "smollm");
@@ -138,11 +133,10 @@ TEST_F(TokenizerJsonTest, BosFromPostProcessorAndEndOfTurn) {
   json doc = TinyTokenizerJson(SplitPreTokenizer(text::kLlama3Pattern), false);
   doc["post_processor"] = {
       {"type", "Sequence"},
-      {"processors",
-       json::array({ByteLevel(false),
-                    {{"type", "TemplateProcessing"},
-                     {"single", json::array({{{"SpecialToken", {{"id", "<|im_start|>"}, {"type_id", 0}}}},
-                                             {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}})}}})}};
+      {"processors", json::array({ByteLevel(false),
+                                  {{"type", "TemplateProcessing"},
+                                   {"single", json::array({{{"SpecialToken", {{"id", "<|im_start|>"}, {"type_id", 0}}}},
+                                                           {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}})}}})}};
   Write("tokenizer.json", doc.dump());
   Write("tokenizer_config.json", json({{"bos_token", "<|im_start|>"},
                                        {"eos_token", "<|endoftext|>"},
@@ -235,9 +229,12 @@ namespace {
 TEST_F(TokenizerJsonTest, DigitsAsIsolatingSplitIsSmolLm) {
   // The same SmolLM pre-tokenizer spelled as Split(\p{N}, Isolated) + ByteLevel.
   json split = {{"type", "Split"}, {"pattern", {{"Regex", "\\p{N}"}}}, {"behavior", "Isolated"}, {"invert", false}};
-  json pre = {{"type", "Sequence"},
-              {"pretokenizers", json::array({split, {{"type", "ByteLevel"}, {"add_prefix_space", false},
-                                                     {"trim_offsets", true}, {"use_regex", true}}})}};
+  json pre = {
+      {"type", "Sequence"},
+      {"pretokenizers",
+       json::array(
+           {split,
+            {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}}})}};
   Write("tokenizer.json", TinyTokenizerJson(pre, false).dump());
   Write("tokenizer_config.json", json({{"bos_token", "<|im_start|>"}, {"eos_token", "<|im_end|>"}}).dump());
   auto spec = Load();

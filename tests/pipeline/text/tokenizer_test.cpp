@@ -67,8 +67,7 @@ TEST(TokenizerTest, PreTokenizerFamilyChangesDigits) {
 
 TEST(TokenizerTest, SplitsControlTokensFirst) {
   auto tok = MakeTiny();
-  EXPECT_EQ(tok->Encode("<|im_start|>hello<|im_end|>", false),
-            Ids({tiny::kIdImStart, tiny::kIdHello, tiny::kIdImEnd}));
+  EXPECT_EQ(tok->Encode("<|im_start|>hello<|im_end|>", false), Ids({tiny::kIdImStart, tiny::kIdHello, tiny::kIdImEnd}));
   // A control token in the middle of a word cuts it.
   EXPECT_EQ(tok->Encode("hel<|im_end|>lo", false), Ids({tiny::kIdHe, 'l', tiny::kIdImEnd, 'l', 'o'}));
   EXPECT_EQ(tok->Encode("he<|im_end|>", false), Ids({tiny::kIdHe, tiny::kIdImEnd}));
@@ -114,7 +113,10 @@ TEST(TokenizerTest, BytesWithoutAnyTokenAreDropped) {
   spec.tokens[0xFE] = "";  // a hole in the vocabulary
   spec.token_types[0xFE] = TokenType::kUnused;
   auto tok = MakeTiny(spec);
-  EXPECT_EQ(tok->Encode("a\xFE" "b", false), ByteIds("ab"));
+  EXPECT_EQ(tok->Encode("a\xFE"
+                        "b",
+                        false),
+            ByteIds("ab"));
 }
 
 TEST(TokenizerTest, DecodeIsExactAndSkipsOutOfRangeIds) {
