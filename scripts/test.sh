@@ -7,10 +7,11 @@
 #   3. the parsers and kernels again under AddressSanitizer + UBSan
 #      (scripts/asan.sh, its own build folder),
 #   4. the wire decoders under libFuzzer for a bounded time
-#      (scripts/fuzz.sh, FUZZ_SECONDS each, default 30).
+#      (scripts/fuzz.sh, FUZZ_SECONDS each, default 30),
+#   5. the lint: format and clang-tidy (scripts/lint.sh).
 #
 #   scripts/test.sh                 # everything
-#   scripts/test.sh -L unit         # extra arguments go to ctest (and skip 3 and 4)
+#   scripts/test.sh -L unit         # extra arguments go to ctest (and skip 3 to 5)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --with-test-deps
@@ -19,6 +20,7 @@ status=0
 if [ $# -eq 0 ]; then
   scripts/asan.sh || status=1
   FUZZ_SECONDS=${FUZZ_SECONDS:-30} scripts/fuzz.sh || status=1
+  scripts/lint.sh || status=1
 fi
 if [ $status -ne 0 ]; then
   echo "scripts/test.sh: some tests failed" >&2
