@@ -24,8 +24,16 @@
 #include "messages/origin.h"
 #include "messages/troupe.pb.h"
 #include "pipeline/sampling/sampling_params.h"
+#include "scheduling/actions.h"
 
 namespace troupe::actors {
+
+// Scheduler -> Sampler: the life cycle's actions, sent as they are
+// (scheduling/actions.h says what each means).
+using scheduling::SessionDrop;
+using scheduling::SessionMove;
+using scheduling::SessionResume;
+using scheduling::SessionStart;
 
 using Clock = std::chrono::steady_clock;
 
@@ -51,45 +59,6 @@ struct StepMessage {
   uint64_t request_id = 0;
   v1::Step step;
   at::Tensor tensor;
-};
-
-// Scheduler -> Sampler: a session is open on every shard; the sampler owns
-// its generation from now on.
-struct SessionStart {
-  uint64_t session_id = 0;
-  uint64_t job_id = 0;
-  Origin client;                // where Token and Finish go
-  uint64_t request_id = 0;      // the client's JobSubmit request id
-  bool stream = true;           // send a Token per token
-  std::vector<int32_t> prompt;  // token ids
-  SamplingParams params;
-  int64_t max_length = 0;               // cache positions reserved on every shard
-  std::vector<v1::RouteHop> route;      // its hops, embedding first
-  Clock::time_point submitted, opened;  // for Finish timings
-};
-
-// Scheduler -> Sampler: forget a session (cancelled or failed); send nothing more for it.
-struct SessionDrop {
-  uint64_t session_id = 0;
-};
-
-// Scheduler -> Sampler: a node on the session's route is gone; the session
-// goes on as `new_id` over `route` (fresh sessions on the shards). The sampler
-// re-keys what it holds and sends nothing until SessionResume; logits still in
-// flight for `old_id` find no session and are dropped.
-struct SessionMove {
-  uint64_t old_id = 0;
-  uint64_t new_id = 0;
-  std::vector<v1::RouteHop> route;
-};
-
-// Scheduler -> Sampler: every shard of a moved session's new route is open.
-// The sampler replays prompt + tokens generated so far as one prefill and
-// generation continues where it stopped, with the same tokens: prefill
-// computes bit for bit what step-by-step decoding did, and sampling is a pure
-// function of (seed, step).
-struct SessionResume {
-  uint64_t session_id = 0;
 };
 
 // Sampler -> Scheduler: the session finished (Finish already sent); close it everywhere.
@@ -119,10 +88,10 @@ struct NodeDown {
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::WireMessage)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::StepMessage)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::SessionStart)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::SessionDrop)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::SessionMove)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::SessionResume)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::scheduling::SessionStart)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::scheduling::SessionDrop)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::scheduling::SessionMove)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::scheduling::SessionResume)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::SessionDone)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::SessionFailed)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::PeerGone)

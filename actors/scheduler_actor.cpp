@@ -187,25 +187,11 @@ class SchedulerActor : public StageActor {
     }
   }
 
-  void Do(sched::SamplerStart& a) {
-    SessionStart start;
-    start.session_id = a.session_id;
-    start.job_id = a.job_id;
-    start.client = a.client;
-    start.request_id = a.request_id;
-    start.stream = a.stream;
-    start.prompt = std::move(a.prompt);
-    start.params = std::move(a.params);
-    start.max_length = a.max_length;
-    start.route = std::move(a.route);
-    start.submitted = a.submitted;
-    start.opened = a.opened;
-    send(ctx_->sampler, std::move(start));
-  }
+  void Do(sched::SessionStart& a) { send(ctx_->sampler, std::move(a)); }
 
-  void Do(sched::SamplerMove& a) { send(ctx_->sampler, SessionMove{a.old_id, a.new_id, std::move(a.route)}); }
-  void Do(sched::SamplerResume& a) { send(ctx_->sampler, SessionResume{a.session_id}); }
-  void Do(sched::SamplerDrop& a) { send(ctx_->sampler, SessionDrop{a.session_id}); }
+  void Do(sched::SessionMove& a) { send(ctx_->sampler, std::move(a)); }
+  void Do(sched::SessionResume& a) { send(ctx_->sampler, a); }
+  void Do(sched::SessionDrop& a) { send(ctx_->sampler, a); }
 
   void Do(sched::Prefill& a) {
     if (!jobs_.Has(a.session_id)) return;

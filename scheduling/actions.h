@@ -3,10 +3,10 @@
 //
 //   Reply          an envelope (JobStatus or Error) to a client
 //   ToNode         an envelope (SessionOpen or SessionClose) to a shard node
-//   SamplerStart   the head's sampler takes over a freshly opened session
-//   SamplerMove    the sampler re-keys a session moved to a new route
-//   SamplerResume  every shard of the moved session's route is open: replay
-//   SamplerDrop    the sampler forgets a session (cancelled or failed)
+//   SessionStart   the head's sampler takes over a freshly opened session
+//   SessionMove    the sampler re-keys a session moved to a new route
+//   SessionResume  every shard of the moved session's route is open: replay
+//   SessionDrop    the sampler forgets a session (cancelled or failed)
 //   Prefill        the prompt to the embedding, first hop of the ring
 //   Log            one line for the head's log
 //
@@ -43,8 +43,10 @@ struct ToNode {
   v1::Envelope envelope;
 };
 
-// Mirrors actors::SessionStart field for field.
-struct SamplerStart {
+// To the sampler: a session is open on every shard; the sampler owns its
+// generation from now on. (The actions below that go to the sampler are sent
+// to it as they are, as local CAF messages: actors/local_messages.h.)
+struct SessionStart {
   uint64_t session_id = 0;
   uint64_t job_id = 0;
   Origin client;                // where Token and Finish go
@@ -57,17 +59,26 @@ struct SamplerStart {
   Clock::time_point submitted, opened;  // for Finish timings
 };
 
-struct SamplerMove {
+// To the sampler: a node on the session's route is gone; the session goes on
+// as `new_id` over `route` (fresh sessions on the shards). The sampler re-keys
+// what it holds and sends nothing until SessionResume; logits still in flight
+// for `old_id` find no session and are dropped.
+struct SessionMove {
   uint64_t old_id = 0;
   uint64_t new_id = 0;
   std::vector<v1::RouteHop> route;
 };
 
-struct SamplerResume {
+// To the sampler: every shard of a moved session's new route is open. The
+// sampler replays prompt + tokens so far as one prefill and generation goes
+// on where it stopped, with the same tokens: prefill computes bit for bit what
+// step-by-step decoding did, and sampling is a pure function of (seed, step).
+struct SessionResume {
   uint64_t session_id = 0;
 };
 
-struct SamplerDrop {
+// To the sampler: forget a session (cancelled or failed); send nothing more for it.
+struct SessionDrop {
   uint64_t session_id = 0;
 };
 
@@ -81,7 +92,7 @@ struct Log {
   std::string text;
 };
 
-using Action = std::variant<Reply, ToNode, SamplerStart, SamplerMove, SamplerResume, SamplerDrop, Prefill, Log>;
+using Action = std::variant<Reply, ToNode, SessionStart, SessionMove, SessionResume, SessionDrop, Prefill, Log>;
 using Actions = std::vector<Action>;
 
 // A JobStatus envelope answering request `request_id`; `queue_position` (the

@@ -103,12 +103,12 @@ Actions JobLifecycle::Opened(uint64_t session_id, const std::string& node_id, Cl
   if (job.state == JobState::kRunning || !job.waiting.empty()) return out;
   if (job.state == JobState::kRerouting) {  // the sampler has the generation so far: replay it
     job.state = JobState::kRunning;
-    out.push_back(SamplerResume{job.session_id});
+    out.push_back(SessionResume{job.session_id});
     return out;
   }
   job.state = JobState::kRunning;
   job.sampler_holds = true;
-  SamplerStart start;
+  SessionStart start;
   start.session_id = job.session_id;
   start.job_id = job.job_id;
   start.client = job.client;
@@ -204,7 +204,7 @@ void JobLifecycle::End(uint64_t session_id, const v1::Error& error, Clock::time_
   env.mutable_error()->set_job_id(job.job_id);
   env.mutable_error()->set_session_id(session_id);
   out.push_back(Reply{job.client, std::move(env)});
-  if (job.sampler_holds) out.push_back(SamplerDrop{session_id});
+  if (job.sampler_holds) out.push_back(SessionDrop{session_id});
   Close(session_id, now, out);
 }
 
@@ -287,7 +287,7 @@ void JobLifecycle::Dispatch(uint64_t sid, v1::ErrorCode code, const std::string&
   job.state = job.sampler_holds ? JobState::kRerouting : JobState::kOpening;
   job.session_id = moved;
   job.route = RouteThrough(config_.node_id, config_.node_endpoint, *spans);
-  if (job.sampler_holds) out.push_back(SamplerMove{sid, moved, job.route});
+  if (job.sampler_holds) out.push_back(SessionMove{sid, moved, job.route});
   job_sessions_[job.job_id] = moved;
   Job& stored = jobs_[moved] = std::move(job);
   OpenOnShards(stored, now, out);

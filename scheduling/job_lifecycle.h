@@ -12,26 +12,26 @@
 //
 //             Submit: JobStatus RUNNING, SessionOpen × route
 //                │
-//                ▼            last SessionOpened: SamplerStart, Prefill
+//                ▼            last SessionOpened: SessionStart, Prefill
 //     ┌──────▶ kOpening ──────────────────────────────────────────▶ kRunning
 //     │          │                                                  │    ▲
 //     │          │ retryable CACHE_FULL:                  node down │    │ last SessionOpened:
-//     │          │ SessionClose × route,                  (below)   │    │ SamplerResume
+//     │          │ SessionClose × route,                  (below)   │    │ SessionResume
 //     │          ▼ JOB_QUEUED                                       ▼    │
 //     └─────── kQueued ◀────────── retryable CACHE_FULL ────────── kRerouting
 //   its turn,    │                                                  ▲
-//   no sampler   └──── its turn, sampler copy: SamplerMove, ────────┘
+//   no sampler   └──── its turn, sampler copy: SessionMove, ────────┘
 //   copy: SessionOpen        SessionOpen × new route
 //   × new route
 //
 //   A node on the route down (kOpening, kRunning or kRerouting): SessionClose
 //   × the surviving shards; the job takes a new route as a new session
-//   (SessionOpen × new route) — kRerouting with a SamplerMove when the sampler
+//   (SessionOpen × new route) — kRerouting with a SessionMove when the sampler
 //   holds a copy, else kOpening.
 //
 //   Any state ──▶ kFinished: the sampler is done, an error, a timeout, cancel,
 //   the client gone, no route. An Error to the client (unless done),
-//   SamplerDrop when the sampler holds a copy, SessionClose × the route; the
+//   SessionDrop when the sampler holds a copy, SessionClose × the route; the
 //   job is forgotten.
 //
 // Rules (those of the scheduler before this split; the queue timeout, which
@@ -48,8 +48,8 @@
 //   (the queued jobs older than it: 0 = next).
 // * Node down: jobs whose route has the node (queued ones excepted: they hold
 //   nothing) go on over a route without it; a job that holds a sampler copy
-//   moves it (SamplerMove) and resumes it once every new shard is open
-//   (SamplerResume). Without a route the job fails UNAVAILABLE naming the
+//   moves it (SessionMove) and resumes it once every new shard is open
+//   (SessionResume). Without a route the job fails UNAVAILABLE naming the
 //   node; after `max_reroutes` (4) route changes the next one fails it too.
 //   Nodes from the config (fixed) are never removed, so their loss reroutes
 //   nothing; a learned node leaves the registry until it announces again.
@@ -123,7 +123,7 @@ class JobLifecycle {
   Actions Submit(uint64_t job_id, const Origin& client, uint64_t request_id, AdmittedJob job, Clock::time_point now);
 
   // A shard reserved its cache. The last of the round starts the job
-  // (SamplerStart + Prefill) or resumes it (SamplerResume) -> kRunning.
+  // (SessionStart + Prefill) or resumes it (SessionResume) -> kRunning.
   // Unknown sessions and answers to a queued job's round are ignored.
   Actions Opened(uint64_t session_id, const std::string& node_id, Clock::time_point now);
 

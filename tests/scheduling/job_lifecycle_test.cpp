@@ -19,8 +19,8 @@ constexpr uint64_t kFirst = 1000;  // sessions are 1001, 1002, ...
 
 // "Reply ToNode ToNode ...": the kinds of `actions` in order.
 std::string Kinds(const Actions& actions) {
-  static const char* kNames[] = {"Reply",         "ToNode",      "SamplerStart", "SamplerMove",
-                                 "SamplerResume", "SamplerDrop", "Prefill",      "Log"};
+  static const char* kNames[] = {"Reply",         "ToNode",      "SessionStart", "SessionMove",
+                                 "SessionResume", "SessionDrop", "Prefill",      "Log"};
   std::string out;
   for (const Action& a : actions) out += (out.empty() ? "" : " ") + std::string(kNames[a.index()]);
   return out;
@@ -124,8 +124,8 @@ TEST_F(JobLifecycleTest, SubmitAnswersRunningAndOpensOnEveryShard) {
   // The sampler gets the seed, every stage the route, in process.
   lc->Opened(kFirst + 1, "a", t0);
   out = lc->Opened(kFirst + 1, "b", t0);
-  ASSERT_EQ(Kinds(out), "SamplerStart Prefill");
-  EXPECT_EQ(std::get<SamplerStart>(out[0]).params.seed, Mix64(kFirst + 1));
+  ASSERT_EQ(Kinds(out), "SessionStart Prefill");
+  EXPECT_EQ(std::get<SessionStart>(out[0]).params.seed, Mix64(kFirst + 1));
   const v1::Step& prefill = std::get<Prefill>(out[1]).step;
   ASSERT_EQ(prefill.rest_of_route_size(), 5);  // embedding, a, b, LM head, sampler
   EXPECT_EQ(prefill.rest_of_route(0).stage(), v1::STAGE_EMBEDDING);
@@ -143,8 +143,8 @@ TEST_F(JobLifecycleTest, MaxLengthIsCappedByTheContextAndAGivenSeedIsKept) {
   EXPECT_EQ(open.max_length(), 64u);
   lc->Opened(kFirst + 1, "a", t0);
   out = lc->Opened(kFirst + 1, "b", t0);
-  ASSERT_EQ(Kinds(out), "SamplerStart Prefill");
-  EXPECT_EQ(std::get<SamplerStart>(out[0]).params.seed, 99u);
+  ASSERT_EQ(Kinds(out), "SessionStart Prefill");
+  EXPECT_EQ(std::get<SessionStart>(out[0]).params.seed, 99u);
 }
 
 TEST_F(JobLifecycleTest, SubmitWithoutARouteIsNoRoute) {
@@ -174,8 +174,8 @@ TEST_F(JobLifecycleTest, AllOpenedStartsTheSamplerAndThePrefill) {
   EXPECT_TRUE(lc->Opened(sid, "a", t0 + seconds(1)).empty());
   EXPECT_TRUE(lc->Opened(sid + 7, "b", t0).empty());  // another session
   Actions out = lc->Opened(sid, "b", t0 + seconds(2));
-  ASSERT_EQ(Kinds(out), "SamplerStart Prefill");
-  const SamplerStart& start = std::get<SamplerStart>(out[0]);
+  ASSERT_EQ(Kinds(out), "SessionStart Prefill");
+  const SessionStart& start = std::get<SessionStart>(out[0]);
   EXPECT_EQ(start.session_id, sid);
   EXPECT_EQ(start.job_id, 5u);
   EXPECT_EQ(start.client, kClient);
@@ -290,9 +290,9 @@ TEST_F(JobLifecycleTest, NodeDownWhileRunningReroutesAndResumes) {
   Make(false, /*replica=*/true);
   const uint64_t sid = Running(5);  // over a and b (b2 is b's replica)
   Actions out = lc->NodeDown("b", "disconnected", t0 + seconds(1));
-  EXPECT_EQ(Kinds(out), "ToNode Log SamplerMove ToNode ToNode");
+  EXPECT_EQ(Kinds(out), "ToNode Log SessionMove ToNode ToNode");
   EXPECT_EQ(NodeMessages(out), (std::vector<std::string>{"close a 1001", "open a 1002", "open b2 1002"}));
-  const SamplerMove& move = std::get<SamplerMove>(out[2]);
+  const SessionMove& move = std::get<SessionMove>(out[2]);
   EXPECT_EQ(move.old_id, sid);
   EXPECT_EQ(move.new_id, 1002u);
   EXPECT_EQ(move.route[2].node_id(), "b2");
@@ -300,8 +300,8 @@ TEST_F(JobLifecycleTest, NodeDownWhileRunningReroutesAndResumes) {
   EXPECT_EQ(lc->registry().Find("b"), nullptr);  // until it announces again
   EXPECT_TRUE(lc->Opened(1002, "a", t0).empty());
   out = lc->Opened(1002, "b2", t0);
-  ASSERT_EQ(Kinds(out), "SamplerResume");
-  EXPECT_EQ(std::get<SamplerResume>(out[0]).session_id, 1002u);
+  ASSERT_EQ(Kinds(out), "SessionResume");
+  EXPECT_EQ(std::get<SessionResume>(out[0]).session_id, 1002u);
   EXPECT_EQ(lc->StateOf(5), JobState::kRunning);
   out = lc->Status(kOther, 9, 5);
   EXPECT_EQ(std::get<Reply>(out[0]).envelope.job_status().session_id(), 1002u);
@@ -311,24 +311,24 @@ TEST_F(JobLifecycleTest, NodeDownWhileOpeningReopensWithoutTheSampler) {
   Make(false, /*replica=*/true);
   lc->Submit(5, kClient, 42, Prompt(), t0);
   Actions out = lc->NodeDown("b", "disconnected", t0);
-  EXPECT_EQ(Kinds(out), "ToNode Log ToNode ToNode");  // no SamplerMove: the sampler has nothing
+  EXPECT_EQ(Kinds(out), "ToNode Log ToNode ToNode");  // no SessionMove: the sampler has nothing
   EXPECT_EQ(lc->StateOf(5), JobState::kOpening);
   lc->Opened(1002, "a", t0);
-  EXPECT_EQ(Kinds(lc->Opened(1002, "b2", t0)), "SamplerStart Prefill");
+  EXPECT_EQ(Kinds(lc->Opened(1002, "b2", t0)), "SessionStart Prefill");
 }
 
 TEST_F(JobLifecycleTest, NodeDownWithoutAReplicaIsUnavailable) {
   Make(false);
   const uint64_t sid = Running(5);
   Actions out = lc->NodeDown("b", "disconnected", t0);
-  EXPECT_EQ(Kinds(out), "ToNode Log Reply SamplerDrop ToNode ToNode");
+  EXPECT_EQ(Kinds(out), "ToNode Log Reply SessionDrop ToNode ToNode");
   const v1::Error& e = std::get<Reply>(out[2]).envelope.error();
   EXPECT_EQ(e.code(), v1::UNAVAILABLE);
   EXPECT_EQ(e.session_id(), sid);
   EXPECT_EQ(e.text(),
             "node 'b' on the session's route disconnected and no other node can take its place: "
             "no shard serves layer 2 of 4");
-  EXPECT_EQ(std::get<SamplerDrop>(out[3]).session_id, sid);
+  EXPECT_EQ(std::get<SessionDrop>(out[3]).session_id, sid);
   EXPECT_EQ(lc->StateOf(5), std::nullopt);
 }
 
@@ -339,14 +339,14 @@ TEST_F(JobLifecycleTest, TheFifthRouteChangeFails) {
     // The replica in use dies, the job moves to the other one, the dead one comes back.
     const std::string down = i % 2 == 0 ? "b" : "b2";
     Actions out = lc->NodeDown(down, "disconnected", t0);
-    ASSERT_EQ(All<SamplerMove>(out).size(), 1u) << i;
+    ASSERT_EQ(All<SessionMove>(out).size(), 1u) << i;
     lc->registry().Upsert(ShardEntry{down, "tcp://" + down, 2, 4, false, t0});
     const uint64_t sid = lc->SessionOf(5);
     for (const char* n : {"a", "b", "b2"}) lc->Opened(sid, n, t0);
     ASSERT_EQ(lc->StateOf(5), JobState::kRunning);
   }
   Actions out = lc->NodeDown("b", "disconnected", t0);
-  ASSERT_EQ(Kinds(out).substr(0, 17), "Reply SamplerDrop");
+  ASSERT_EQ(Kinds(out).substr(0, 17), "Reply SessionDrop");
   const v1::Error& e = std::get<Reply>(out[0]).envelope.error();
   EXPECT_EQ(e.code(), v1::UNAVAILABLE);
   EXPECT_NE(e.text().find("(4 route changes already)"), std::string::npos) << e.text();
@@ -389,26 +389,26 @@ TEST_F(JobLifecycleTest, ARefusedRerouteQueuesAndKeepsResumeSemantics) {
   lc->Failed(1002, CacheFull("b2", 1002), t0);
   EXPECT_EQ(lc->StateOf(5), JobState::kQueued);
   Actions out = lc->Tick(t0 + seconds(1));  // its turn: session 1003
-  ASSERT_EQ(All<SamplerMove>(out).size(), 1u);
-  EXPECT_EQ(All<SamplerMove>(out)[0].old_id, 1002u);
-  EXPECT_EQ(All<SamplerMove>(out)[0].new_id, 1003u);
+  ASSERT_EQ(All<SessionMove>(out).size(), 1u);
+  EXPECT_EQ(All<SessionMove>(out)[0].old_id, 1002u);
+  EXPECT_EQ(All<SessionMove>(out)[0].new_id, 1003u);
   EXPECT_EQ(lc->StateOf(5), JobState::kRerouting);
   lc->Opened(1003, "a", t0);
-  EXPECT_EQ(Kinds(lc->Opened(1003, "b2", t0)), "SamplerResume");
+  EXPECT_EQ(Kinds(lc->Opened(1003, "b2", t0)), "SessionResume");
 }
 
 TEST_F(JobLifecycleTest, CancelEndsTheJobAndDropsTheSamplersCopy) {
   Make(true);
   const uint64_t sid = Running(5);
   Actions out = lc->Cancel(kOther, 77, 5, t0);
-  EXPECT_EQ(Kinds(out), "Reply SamplerDrop ToNode ToNode");
+  EXPECT_EQ(Kinds(out), "Reply SessionDrop ToNode ToNode");
   const Reply& reply = std::get<Reply>(out[0]);
   EXPECT_EQ(reply.client, kClient);  // the job's client hears it
   EXPECT_EQ(reply.envelope.request_id(), 55u);
   EXPECT_EQ(reply.envelope.error().code(), v1::CANCELLED);
   EXPECT_EQ(reply.envelope.error().text(), "job 5 was cancelled");
   EXPECT_EQ(NodeMessages(out), (std::vector<std::string>{"close a 1001", "close b 1001"}));
-  EXPECT_EQ(std::get<SamplerDrop>(out[1]).session_id, sid);
+  EXPECT_EQ(std::get<SessionDrop>(out[1]).session_id, sid);
   EXPECT_EQ(lc->StateOf(5), std::nullopt);
 }
 
@@ -435,7 +435,7 @@ TEST_F(JobLifecycleTest, ClientGoneCancelsOnlyItsJobs) {
   Running(5, kClient);
   Running(6, kOther);
   Actions out = lc->ClientGone(kClient, t0);
-  EXPECT_EQ(Kinds(out), "Reply SamplerDrop ToNode ToNode");
+  EXPECT_EQ(Kinds(out), "Reply SessionDrop ToNode ToNode");
   EXPECT_EQ(std::get<Reply>(out[0]).envelope.error().text(), "the client went away");
   EXPECT_EQ(lc->StateOf(5), std::nullopt);
   EXPECT_EQ(lc->StateOf(6), JobState::kRunning);
