@@ -33,7 +33,7 @@ void TokenPrinter::Token(const TokenEvent& ev) {
   std::cout << Dump(nlohmann::ordered_json{{"token", ev.id}, {"text", ev.text}}) << "\n" << std::flush;
 }
 
-void TokenPrinter::Done(const GenerateStats& s) {
+void TokenPrinter::Done(const GenerateStats& s, const std::vector<std::pair<std::string, double>>& extra) {
   if (!json_) {
     std::cout << std::endl;
     return;
@@ -48,6 +48,7 @@ void TokenPrinter::Done(const GenerateStats& s) {
       {"peak_rss_mb", PeakRssMb()},
       {"finish_reason", finish_reason_name(s.finish)},
   };
+  for (const auto& [key, value] : extra) j[key] = value;
   std::cout << Dump(j) << "\n" << std::flush;
 }
 

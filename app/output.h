@@ -5,6 +5,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "pipeline/model/engine.h"
 
@@ -17,7 +19,8 @@ class TokenPrinter {
  public:
   explicit TokenPrinter(bool json) : json_(json) {}
   void Token(const TokenEvent& ev);
-  void Done(const GenerateStats& stats);
+  // The summary line; `extra` keys follow the documented ones, in order.
+  void Done(const GenerateStats& stats, const std::vector<std::pair<std::string, double>>& extra = {});
 
  private:
   bool json_;

@@ -1,7 +1,9 @@
 // `troupe submit --endpoint EP --prompt TEXT [generation flags] [--json]`:
 // sends a job to a cluster's head and streams the answer in exactly the
 // output format of `troupe generate` (app/output.h; the summary's figures come
-// from the head's Finish record, peak_rss_mb is this client's). Errors
+// from the head's Finish record, peak_rss_mb is this client's; after the
+// documented keys it adds queue_seconds, total_seconds, replays and
+// head_peak_rss_mb from the Finish record). Errors
 // (CACHE_FULL, NO_ROUTE, a dead cluster...) go to stderr with exit code 1.
 // The job endpoint is plain on loopback; elsewhere pass --server-key (and
 // --client-key, a key the head's allowlist knows).
@@ -66,7 +68,11 @@ void RunSubmit(const SubmitFlags& f) {
   stats.prefill_seconds = finish->first_token_seconds();
   stats.decode_seconds = finish->decode_seconds();
   stats.finish = FinishReasonFromProto(finish->reason());
-  printer.Done(stats);
+  // What only a cluster has: the head's timings, reroutes and memory.
+  printer.Done(stats, {{"queue_seconds", finish->queue_seconds()},
+                       {"total_seconds", finish->total_seconds()},
+                       {"replays", static_cast<double>(finish->replays())},
+                       {"head_peak_rss_mb", finish->peak_rss_mb()}});
 }
 
 }  // namespace

@@ -27,6 +27,7 @@ struct JobClient::Impl {
   uint64_t job_request = 0;
   uint64_t job_id = 0;
   bool job_running = false;
+  uint32_t next_index = 0;  // the index the job's next Token must carry
 
   ~Impl() { connection.reset(); }
 
@@ -150,6 +151,7 @@ Result<uint64_t> JobClient::Submit(const v1::JobSubmit& job) {
   TROUPE_RETURN_IF_ERROR(CheckUtf8(job));
   m.job_request = m.next_request++;
   m.job_id = 0;
+  m.next_index = 0;
   v1::Envelope env = NewEnvelope(m.job_request);
   *env.mutable_job_submit() = job;
   TROUPE_RETURN_IF_ERROR(m.Send(env));
@@ -186,6 +188,13 @@ Result<JobClient::Event> JobClient::Next(const std::function<bool()>& cancelled)
     switch (answer->body_case()) {
       case v1::Envelope::kJobStatus: break;  // JOB_QUEUED notices: keep waiting
       case v1::Envelope::kToken:
+        // Tokens come in order, numbered from 0: a gap means the stream lost some.
+        if (answer->token().index() != m.next_index) {
+          return Status::Corrupt("token " + std::to_string(answer->token().index()) + " of job " +
+                                 std::to_string(m.job_id) + " arrived where token " + std::to_string(m.next_index) +
+                                 " was due");
+        }
+        ++m.next_index;
         ev.has_token = true;
         ev.token = std::move(*answer->mutable_token());
         return ev;

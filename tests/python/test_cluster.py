@@ -148,6 +148,12 @@ def test_greedy_equals_generate(cluster):
         assert [l["text"] for l in got[:-1]] == [l["text"] for l in want[:-1]], prompt
         for key in ("prompt_tokens", "generated_tokens", "finish_reason"):
             assert summary(got)[key] == summary(want)[key], (prompt, key)
+        # The keys only a cluster has follow the documented ones.
+        keys = list(summary(got))
+        assert keys[:len(summary(want))] == list(summary(want)), keys
+        assert keys[len(summary(want)):] == ["queue_seconds", "total_seconds", "replays", "head_peak_rss_mb"], keys
+        assert summary(got)["replays"] == 0 and summary(got)["head_peak_rss_mb"] > 0
+        assert 0 <= summary(got)["queue_seconds"] <= summary(got)["total_seconds"]
 
 
 def test_seeded_sampling_equals_generate(cluster):
@@ -388,6 +394,7 @@ def test_a_dead_shard_loses_no_work_when_a_replica_serves_its_layers(troupe_bin,
         got = json_lines("".join(lines) + out)
         assert tokens(got) == tokens(expected), f"differs after killing {victims[0]['id']}"
         assert got[-1]["done"] and got[-1]["generated_tokens"] == n
+        assert got[-1]["replays"] == 1  # the head's Finish record counts the reroute
         status = _shard_status(c)
         assert victims[0]["id"] not in status or status[victims[0]["id"]].get("unreachable")
         head = json.loads(run("status", "--endpoint", c.endpoint, "--json").stdout)["nodes"]["head"]
