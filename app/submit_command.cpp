@@ -8,6 +8,7 @@
 // The job endpoint is plain on loopback; elsewhere pass --server-key (and
 // --client-key, a key the head's allowlist knows).
 #include <algorithm>
+#include <iostream>
 #include <memory>
 #include <string>
 
@@ -53,13 +54,18 @@ void RunSubmit(const SubmitFlags& f) {
   *job.mutable_sampling() = SamplingParamsToProto(f.params);
   job.set_stream(true);
   TokenPrinter printer(f.json);
-  auto finish = (*client)->Run(job, [&](const v1::Token& t) {
+  auto on_token = [&](const v1::Token& t) {
     TokenEvent ev;
     ev.id = t.token_id();
     ev.text = t.text();
     ev.eos = t.eos();
     printer.Token(ev);
-  });
+  };
+  auto on_queued = [](const v1::JobStatus& queued) {
+    std::cerr << "troupe: job " << queued.job_id() << " waits for KV cache (" << queued.queue_position()
+              << " queued jobs ahead)" << std::endl;
+  };
+  auto finish = (*client)->Run(job, on_token, on_queued);
   if (!finish.ok()) return Fail(finish.status().message());
   GenerateStats stats;
   stats.prompt_tokens = finish->prompt_tokens();

@@ -108,12 +108,14 @@ Result<std::unique_ptr<JobClient>> JobClient::Connect(const JobClientOptions& op
   return std::unique_ptr<JobClient>(new JobClient(std::move(impl)));
 }
 
-Result<v1::Finish> JobClient::Run(const v1::JobSubmit& job, const std::function<void(const v1::Token&)>& on_token) {
+Result<v1::Finish> JobClient::Run(const v1::JobSubmit& job, const std::function<void(const v1::Token&)>& on_token,
+                                  const std::function<void(const v1::JobStatus&)>& on_queued) {
   TROUPE_RETURN_IF_ERROR(Submit(job).status());
   while (true) {
     TROUPE_ASSIGN_OR_RETURN(Event ev, Next(nullptr));
     if (ev.has_finish) return std::move(ev.finish);
     if (ev.has_token && on_token) on_token(ev.token);
+    if (ev.has_queued && on_queued) on_queued(ev.queued);
   }
 }
 
@@ -186,7 +188,11 @@ Result<JobClient::Event> JobClient::Next(const std::function<bool()>& cancelled)
     }
     Event ev;
     switch (answer->body_case()) {
-      case v1::Envelope::kJobStatus: break;  // JOB_QUEUED notices: keep waiting
+      case v1::Envelope::kJobStatus:
+        if (answer->job_status().state() != v1::JOB_QUEUED) break;
+        ev.has_queued = true;  // still waiting for KV cache
+        ev.queued = std::move(*answer->mutable_job_status());
+        return ev;
       case v1::Envelope::kToken:
         // Tokens come in order, numbered from 0: a gap means the stream lost some.
         if (answer->token().index() != m.next_index) {

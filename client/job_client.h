@@ -42,9 +42,11 @@ class JobClient {
   JobClient(const JobClient&) = delete;
   JobClient& operator=(const JobClient&) = delete;
 
-  // Submits `job` and waits for its end, calling on_token for every Token.
-  // Returns the Finish record.
-  Result<v1::Finish> Run(const v1::JobSubmit& job, const std::function<void(const v1::Token&)>& on_token);
+  // Submits `job` and waits for its end, calling on_token for every Token
+  // and on_queued (when given) for every JOB_QUEUED notice while the job
+  // waits for KV cache. Returns the Finish record.
+  Result<v1::Finish> Run(const v1::JobSubmit& job, const std::function<void(const v1::Token&)>& on_token,
+                         const std::function<void(const v1::JobStatus&)>& on_queued = nullptr);
 
   // The merged metrics of the cluster ("<node>/<name>" keys).
   Result<v1::MetricsSnapshot> Metrics();
@@ -56,8 +58,9 @@ class JobClient {
   // Submit sends `job` and waits for the head's first answer: the job id
   // once accepted, else the refusal (as Run reports errors).
   Result<uint64_t> Submit(const v1::JobSubmit& job);
-  // The next Token of the submitted job (token set) or its Finish (finish
-  // set; the job is over). Waits like Run; `cancelled`, when given, is asked
+  // The next Token of the submitted job (token set), a JOB_QUEUED notice
+  // (queued set: it waits for KV cache, queued.queue_position jobs ahead), or
+  // its Finish (finish set; the job is over). Waits like Run; `cancelled`, when given, is asked
   // every 100 ms meanwhile, and when it says true the job is cancelled
   // (Cancel) and Next fails with kCancelled ("CANCELLED: job N was cancelled
   // by its client").
@@ -66,6 +69,8 @@ class JobClient {
     v1::Token token;
     bool has_finish = false;
     v1::Finish finish;
+    bool has_queued = false;
+    v1::JobStatus queued;
   };
   Result<Event> Next(const std::function<bool()>& cancelled = nullptr);
   // Sends JobCancel for the submitted job and waits briefly (1 s) for the

@@ -247,7 +247,9 @@ void HttpServer::Routes() {
 
       // The status line waits for the first token: until then every failure
       // is still an HTTP error.
+      // (JOB_QUEUED notices while the job waits for KV cache are not the start.)
       auto first = backend->Next(draining);
+      while (first.ok() && first->has_queued) first = backend->Next(draining);
       if (!first.ok()) return SendError(res, failed(first.status()));
       auto stream = std::make_shared<Stream>();
       stream->kind = kind;

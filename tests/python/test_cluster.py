@@ -10,6 +10,7 @@ import concurrent.futures
 import json
 import os
 import pathlib
+import re
 import signal
 import subprocess
 import tempfile
@@ -250,7 +251,12 @@ def test_a_job_that_fits_later_waits_for_cache_instead_of_failing(cluster):
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert first.stdout.readline().startswith("{")  # holding its cache
-        second = submit(cluster, "Say hello in French.", "--chat", "--max-tokens", "3000")
+        p = run("submit", "--endpoint", cluster.endpoint, "--prompt", "Say hello in French.", "--json", "--chat",
+                "--max-tokens", "3000")
+        assert p.returncode == 0, f"submit failed: {p.stderr}"
+        second = json_lines(p.stdout)
+        # Told while it waits, with its place in the queue (JobStatus.queue_position).
+        assert re.search(r"job \d+ waits for KV cache \(0 queued jobs ahead\)", p.stderr), p.stderr
         out, err = first.communicate(timeout=120)
         assert first.returncode == 0, err
     finally:
