@@ -152,6 +152,16 @@ class SamplerActor : public StageActor {
       t->set_job_id(s.start.job_id);
       t->set_index(static_cast<uint32_t>(s.sampled - 1));
       t->set_eos(ev.eos);
+      if (ev.logprobs) {
+        t->set_logprob(ev.logprobs->logprob);
+        t->set_token_bytes(ctx_->tokenizer->TokenBytes(ev.id));
+        for (const TokenLogprob& alt : ev.logprobs->top) {
+          v1::TokenLogprob* a = t->add_top_logprobs();
+          a->set_token_id(alt.id);
+          a->set_logprob(alt.logprob);
+          a->set_token_bytes(ctx_->tokenizer->TokenBytes(alt.id));
+        }
+      }
       Sent(sender_.Reply(s.start.client, std::move(env)));
     }
     if (finished) return Finish(it);

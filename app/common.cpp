@@ -45,6 +45,8 @@ void AddSamplingFlags(CLI::App* cmd, SamplingParams* p) {
   cmd->add_option("--repeat-penalty", p->repeat_penalty, "Repetition penalty; 1 = off")->capture_default_str();
   cmd->add_option("--repeat-last-n", p->repeat_last_n, "Window of the repetition penalty")->capture_default_str();
   cmd->add_option("--min-tokens", p->min_tokens, "No eos before this many tokens")->capture_default_str();
+  cmd->add_option("--logprobs", p->top_logprobs,
+                  "With --json: each token's logprob and the N most likely tokens at its position (0..20)");
   cmd->add_option("--seed", p->seed, "Random seed")->capture_default_str();
   cmd->add_option("--stop", p->stop, "Stop string (repeatable)");
 }

@@ -30,7 +30,14 @@ void TokenPrinter::Token(const TokenEvent& ev) {
     return;
   }
   if (ev.eos && ev.text.empty()) return;  // the end marker itself is not part of the answer
-  std::cout << Dump(nlohmann::ordered_json{{"token", ev.id}, {"text", ev.text}}) << "\n" << std::flush;
+  nlohmann::ordered_json line{{"token", ev.id}, {"text", ev.text}};
+  if (ev.logprobs) {
+    line["logprob"] = ev.logprobs->logprob;
+    nlohmann::ordered_json top = nlohmann::ordered_json::array();
+    for (const TokenLogprob& alt : ev.logprobs->top) top.push_back({{"token", alt.id}, {"logprob", alt.logprob}});
+    line["top_logprobs"] = std::move(top);
+  }
+  std::cout << Dump(line) << "\n" << std::flush;
 }
 
 void TokenPrinter::Done(const GenerateStats& s, const std::vector<std::pair<std::string, double>>& extra) {

@@ -59,6 +59,11 @@ void RunSubmit(const SubmitFlags& f) {
     ev.id = t.token_id();
     ev.text = t.text();
     ev.eos = t.eos();
+    if (t.has_logprob()) {
+      ev.logprobs.emplace();
+      ev.logprobs->logprob = t.logprob();
+      for (const v1::TokenLogprob& alt : t.top_logprobs()) ev.logprobs->top.push_back({alt.token_id(), alt.logprob()});
+    }
     printer.Token(ev);
   };
   auto on_queued = [](const v1::JobStatus& queued) {

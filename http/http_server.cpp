@@ -65,6 +65,7 @@ struct Stream {
   ApiKind kind;
   ResponseMeta meta;
   bool include_usage = false;
+  bool logprobs = false;
   std::shared_ptr<JobBackend> backend;
   JobBackend::Event first;
   bool ended = false;  // finished, failed or cancelled: nothing left to cancel
@@ -237,11 +238,18 @@ void HttpServer::Routes() {
             PeerWatch::Find(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
         auto left = [this, &peer] { return draining_.load() || (peer && peer->Gone()); };
         std::string text;
+        std::vector<v1::Token> scored;  // tokens with logprobs (an eos token is no part of the answer)
         while (true) {
           auto ev = backend->Next(left);
           if (!ev.ok()) return SendError(res, failed(ev.status()));
-          if (ev->has_token) text += ev->token.text();
-          if (ev->has_finish) return SendJson(res, 200, CompletionResponse(kind, meta, text, ev->finish));
+          if (ev->has_token) {
+            text += ev->token.text();
+            if (ev->token.has_logprob() && !ev->token.eos()) scored.push_back(std::move(ev->token));
+          }
+          if (ev->has_finish) {
+            const json logprobs = parsed.logprobs ? LogprobsJson(kind, scored) : json(nullptr);
+            return SendJson(res, 200, CompletionResponse(kind, meta, text, ev->finish, logprobs));
+          }
         }
       }
 
@@ -255,6 +263,7 @@ void HttpServer::Routes() {
       stream->kind = kind;
       stream->meta = meta;
       stream->include_usage = parsed.include_usage;
+      stream->logprobs = parsed.logprobs;
       stream->backend = backend;
       stream->first = std::move(*first);
       res.status = 200;
@@ -276,8 +285,13 @@ void HttpServer::Routes() {
             JobBackend::Event ev = std::move(s.first);
             auto gone = [&] { return draining_.load() || !sink.is_writable(); };
             while (true) {
-              if (ev.has_token && !ev.token.text().empty()) {
-                if (!write(SseEvent(StreamChunk(s.kind, s.meta, ev.token.text(), nullptr)))) return cancel();
+              // With logprobs every token gets a chunk (its text may be held back: "").
+              const bool scored = s.logprobs && ev.has_token && ev.token.has_logprob() && !ev.token.eos();
+              if (ev.has_token && (!ev.token.text().empty() || scored)) {
+                const json logprobs = scored ? LogprobsJson(s.kind, {ev.token}) : json(nullptr);
+                if (!write(SseEvent(StreamChunk(s.kind, s.meta, ev.token.text(), nullptr, false, logprobs)))) {
+                  return cancel();
+                }
               }
               if (ev.has_finish) {
                 s.ended = true;

@@ -1,5 +1,7 @@
 #include "http/openai_api.h"
 
+#include "pipeline/text/stream_decoder.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -196,17 +198,6 @@ std::optional<ApiError> RefuseUnsupported(ApiKind kind, const json& body) {
     if (!v->is_number()) return WrongType(key, "a number", *v);
     if (v->get<double>() != 0.0) return Unsupported(key, "is not supported (only 0); use repeat_penalty");
   }
-  if (const json* v = Field(body, "logprobs")) {
-    const bool off = (v->is_boolean() && !v->get<bool>()) || (v->is_number_integer() && v->get<int64_t>() == 0);
-    if (!v->is_boolean() && !v->is_number_integer()) {
-      return WrongType("logprobs", kind == ApiKind::kChat ? "a boolean" : "an integer", *v);
-    }
-    if (!off) return Unsupported("logprobs", "log probabilities are not supported");
-  }
-  if (const json* v = Field(body, "top_logprobs")) {
-    if (!v->is_number_integer()) return WrongType("top_logprobs", "an integer", *v);
-    if (v->get<int64_t>() != 0) return Unsupported("top_logprobs", "log probabilities are not supported");
-  }
   if (const json* v = Field(body, "echo")) {
     if (!v->is_boolean()) return WrongType("echo", "a boolean", *v);
     if (v->get<bool>()) return Unsupported("echo", "echo is not supported");
@@ -340,6 +331,22 @@ std::optional<ApiError> ParseRequest(ApiKind kind, const std::string& body, Pars
       return e;
     }
   }
+  // Logprobs as OpenAI asks for them: chat `logprobs: true` with
+  // `top_logprobs` alternatives (0..20); completions `logprobs: N` (0..5).
+  if (kind == ApiKind::kChat) {
+    bool want = false;
+    if (auto e = ReadBool(j, "logprobs", &want)) return e;
+    std::optional<int64_t> top;
+    if (auto e = ReadInt(j, "top_logprobs", 0, 20, &top)) return e;
+    if (top && !want) return Invalid("top_logprobs", "is only allowed with logprobs: true");
+    if (want) params.top_logprobs = static_cast<int32_t>(top.value_or(0));
+  } else {
+    std::optional<int64_t> n;
+    if (auto e = ReadInt(j, "logprobs", 0, 5, &n)) return e;
+    if (Field(j, "top_logprobs")) return Invalid("top_logprobs", "is a chat field; completions take logprobs: N");
+    if (n) params.top_logprobs = static_cast<int32_t>(*n);
+  }
+  out->logprobs = params.top_logprobs >= 0;
   if (Status st = params.Validate(); !st.ok()) return Invalid("", st.message());
   *job.mutable_sampling() = SamplingParamsToProto(params);
   if (!has_seed) job.mutable_sampling()->clear_seed();  // the head derives one per session
@@ -392,9 +399,61 @@ json Envelope(ApiKind kind, const ResponseMeta& meta, bool chunk) {
 
 }  // namespace
 
-json CompletionResponse(ApiKind kind, const ResponseMeta& meta, const std::string& text, const v1::Finish& finish) {
+namespace {
+
+// A token's own text for logprobs: its bytes, U+FFFD where they are no whole character.
+std::string TokenText(const std::string& bytes) {
+  std::string out;
+  AppendUtf8Lossy(bytes, true, &out);
+  return out;
+}
+
+json ByteList(const std::string& bytes) {
+  json out = json::array();
+  for (unsigned char c : bytes) out.push_back(static_cast<int>(c));
+  return out;
+}
+
+}  // namespace
+
+json LogprobsJson(ApiKind kind, const std::vector<v1::Token>& tokens) {
+  if (kind == ApiKind::kChat) {
+    json content = json::array();
+    for (const v1::Token& t : tokens) {
+      json top = json::array();
+      for (const v1::TokenLogprob& a : t.top_logprobs()) {
+        top.push_back(
+            {{"token", TokenText(a.token_bytes())}, {"logprob", a.logprob()}, {"bytes", ByteList(a.token_bytes())}});
+      }
+      content.push_back({{"token", TokenText(t.token_bytes())},
+                         {"logprob", t.logprob()},
+                         {"bytes", ByteList(t.token_bytes())},
+                         {"top_logprobs", std::move(top)}});
+    }
+    return json{{"content", std::move(content)}};
+  }
+  json texts = json::array(), logprobs = json::array(), tops = json::array(), offsets = json::array();
+  size_t offset = 0;
+  for (const v1::Token& t : tokens) {
+    const std::string text = TokenText(t.token_bytes());
+    texts.push_back(text);
+    logprobs.push_back(t.logprob());
+    json top = json::object();
+    for (const v1::TokenLogprob& a : t.top_logprobs()) top[TokenText(a.token_bytes())] = a.logprob();
+    tops.push_back(std::move(top));
+    offsets.push_back(offset);
+    for (unsigned char c : text) offset += (c & 0xC0) != 0x80;  // characters, as OpenAI counts them
+  }
+  return json{{"tokens", std::move(texts)},
+              {"token_logprobs", std::move(logprobs)},
+              {"top_logprobs", std::move(tops)},
+              {"text_offset", std::move(offsets)}};
+}
+
+json CompletionResponse(ApiKind kind, const ResponseMeta& meta, const std::string& text, const v1::Finish& finish,
+                        const json& logprobs) {
   json r = Envelope(kind, meta, false);
-  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", FinishReasonName(finish.reason())}};
+  json choice = {{"index", 0}, {"logprobs", logprobs}, {"finish_reason", FinishReasonName(finish.reason())}};
   if (kind == ApiKind::kChat) {
     choice["message"] = {{"role", "assistant"}, {"content", text}};
   } else {
@@ -406,10 +465,10 @@ json CompletionResponse(ApiKind kind, const ResponseMeta& meta, const std::strin
 }
 
 json StreamChunk(ApiKind kind, const ResponseMeta& meta, const std::string& text, const v1::Finish* finish,
-                 bool role_only) {
+                 bool role_only, const json& logprobs) {
   json r = Envelope(kind, meta, true);
   json choice = {{"index", 0},
-                 {"logprobs", nullptr},
+                 {"logprobs", logprobs},
                  {"finish_reason", finish ? json(FinishReasonName(finish->reason())) : json(nullptr)}};
   if (kind == ApiKind::kChat) {
     if (role_only) {

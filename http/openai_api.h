@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "messages/troupe.pb.h"
 #include "pipeline/status.h"
@@ -50,6 +51,7 @@ struct ParsedRequest {
   v1::JobSubmit job;  // stream is always set: the front end needs the text
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  bool logprobs = false;       // answer with logprobs (job.sampling.top_logprobs >= 0)
 };
 
 // Parses and validates a request body. Rejects bodies nested deeper than 64
@@ -76,13 +78,19 @@ struct ResponseMeta {
 };
 
 nlohmann::json Usage(const v1::Finish& finish);
-// The whole answer (stream: false).
+// The `logprobs` of a choice for these tokens (those with Token.logprob), in
+// OpenAI's form: chat {content: [{token, logprob, bytes, top_logprobs}]};
+// completions {tokens, token_logprobs, top_logprobs, text_offset} (character
+// offsets into the concatenated token texts). A token's text is its own bytes, with
+// U+FFFD where they are not whole characters.
+nlohmann::json LogprobsJson(ApiKind kind, const std::vector<v1::Token>& tokens);
+// The whole answer (stream: false); `logprobs` null unless asked for.
 nlohmann::json CompletionResponse(ApiKind kind, const ResponseMeta& meta, const std::string& text,
-                                  const v1::Finish& finish);
+                                  const v1::Finish& finish, const nlohmann::json& logprobs = nullptr);
 // One stream chunk: `text` as delta (chat: delta.content; `role_only` sends
 // delta {role: assistant} instead), finish_reason null unless `finish`.
 nlohmann::json StreamChunk(ApiKind kind, const ResponseMeta& meta, const std::string& text, const v1::Finish* finish,
-                           bool role_only = false);
+                           bool role_only = false, const nlohmann::json& logprobs = nullptr);
 // The include_usage chunk: choices [] and usage.
 nlohmann::json UsageChunk(ApiKind kind, const ResponseMeta& meta, const v1::Finish& finish);
 // "data: <json>\n\n" (invalid UTF-8 replaced).

@@ -15,6 +15,7 @@ v1::SamplingParams SamplingParamsToProto(const SamplingParams& params) {
   proto.set_max_tokens(params.max_tokens);
   proto.set_seed(params.seed);
   for (const std::string& s : params.stop) proto.add_stop(s);
+  proto.set_top_logprobs(params.top_logprobs);
   return proto;
 }
 
@@ -31,6 +32,7 @@ WireResult<SamplingParams> SamplingParamsFromProto(const v1::SamplingParams& pro
   if (proto.has_max_tokens()) params.max_tokens = proto.max_tokens();
   if (proto.has_seed()) params.seed = proto.seed();
   params.stop.assign(proto.stop().begin(), proto.stop().end());
+  if (proto.has_top_logprobs()) params.top_logprobs = proto.top_logprobs();
   Status valid = params.Validate();
   if (!valid.ok()) return WireError{v1::BAD_REQUEST, valid.message()};
   return params;

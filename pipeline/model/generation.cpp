@@ -25,6 +25,9 @@ TokenEvent Generation::Next(const float* logits, int64_t vocab) {
   if (finished()) return ev;
   const int64_t step = generated_tokens();
   ev.id = sampler_.Sample(logits, vocab, step, tokens_);
+  if (sampler_.params().top_logprobs >= 0) {
+    ev.logprobs = ComputeLogprobs(logits, vocab, ev.id, sampler_.params().top_logprobs);
+  }
   tokens_.push_back(ev.id);
   if (sampler_.IsEos(ev.id)) {
     ev.eos = true;

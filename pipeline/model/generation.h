@@ -12,10 +12,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "pipeline/sampling/finish_reason.h"
+#include "pipeline/sampling/logprobs.h"
 #include "pipeline/sampling/sampler.h"
 #include "pipeline/sampling/stop_matcher.h"
 #include "pipeline/text/stream_decoder.h"
@@ -30,6 +32,7 @@ namespace troupe {
 struct TokenEvent {
   int32_t id = -1;
   std::string text;
+  std::optional<TokenLogprobs> logprobs;  // when params.top_logprobs >= 0
   bool eos = false;
   FinishReason finish = FinishReason::kNone;  // set on the last event
 };

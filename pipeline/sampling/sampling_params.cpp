@@ -37,6 +37,9 @@ Status SamplingParams::Validate() const {
   }
   if (min_tokens < 0) return Bad("min_tokens", min_tokens, "must be >= 0");
   if (max_tokens < 1) return Bad("max_tokens", max_tokens, "must be >= 1");
+  if (top_logprobs < -1 || top_logprobs > 20) {
+    return Bad("top_logprobs", top_logprobs, "must be in [0, 20] (-1 = no logprobs)");
+  }
   for (size_t i = 0; i < stop.size(); ++i) {
     if (stop[i].empty()) {
       const std::string field = "stop[" + std::to_string(i) + "]";

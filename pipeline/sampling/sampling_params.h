@@ -42,6 +42,9 @@ struct SamplingParams {
   // scheduler derives one from the session (e.g. Mix64 of its id).
   uint64_t seed = 0;
   std::vector<std::string> stop;  // stop strings, matched on decoded text
+  // Report each sampled token's logprob and this many most likely tokens
+  // (pipeline/sampling/logprobs.h), 0..20; -1 = no logprobs.
+  int32_t top_logprobs = -1;
 
   // Ok, or InvalidArgument naming the first bad field and its value, e.g.
   // "SamplingParams.top_p = 1.5: must be in (0, 1]".

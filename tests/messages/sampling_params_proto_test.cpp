@@ -18,6 +18,7 @@ TEST(SamplingParamsProtoTest, EmptyMessageMeansDefaults) {
   EXPECT_EQ(p->max_tokens, d.max_tokens);
   EXPECT_EQ(p->seed, 0u);
   EXPECT_TRUE(p->stop.empty());
+  EXPECT_EQ(p->top_logprobs, -1);  // no logprobs unless asked
 }
 
 TEST(SamplingParamsProtoTest, RoundTrip) {
@@ -33,6 +34,7 @@ TEST(SamplingParamsProtoTest, RoundTrip) {
   s.max_tokens = 77;
   s.seed = 123456789012345ull;
   s.stop = {"</s>", "\n\n"};
+  s.top_logprobs = 4;
   v1::SamplingParams wire;
   ASSERT_TRUE(wire.ParseFromString(SamplingParamsToProto(s).SerializeAsString()));
   EXPECT_TRUE(wire.has_seed());
@@ -49,6 +51,7 @@ TEST(SamplingParamsProtoTest, RoundTrip) {
   EXPECT_EQ(back->max_tokens, s.max_tokens);
   EXPECT_EQ(back->seed, s.seed);
   EXPECT_EQ(back->stop, s.stop);
+  EXPECT_EQ(back->top_logprobs, s.top_logprobs);
 }
 
 TEST(SamplingParamsProtoTest, InvalidValuesAreBadRequest) {
@@ -58,6 +61,11 @@ TEST(SamplingParamsProtoTest, InvalidValuesAreBadRequest) {
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.error().code, v1::BAD_REQUEST);
   EXPECT_NE(p.error().text.find("top_p"), std::string::npos);
+  v1::SamplingParams many;
+  many.set_top_logprobs(21);
+  WireResult<SamplingParams> q = SamplingParamsFromProto(many);
+  ASSERT_FALSE(q.ok());
+  EXPECT_NE(q.error().text.find("top_logprobs"), std::string::npos);
 
   wire.Clear();
   wire.add_stop("");

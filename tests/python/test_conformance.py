@@ -153,3 +153,24 @@ def test_greedy_chat_continuations_match_llama_cpp(troupe_bin, llm, llm_one_toke
     print(f"{prompt!r}: identical over {split if split is not None else len(ref)} tokens")
     assert len(ref) >= 8, "the reference answer is too short to compare"
     assert split is None, f"diverged at token {split}\nours {ours}\nref  {ref}"
+
+
+@pytest.mark.parametrize("prompt", CHAT_PROMPTS[:2])
+def test_sampled_token_logprobs_match_llama_cpp(troupe_bin, llm, llm_one_token, model_path, prompt):
+    """`generate --logprobs 5`: each sampled token's logprob and the 5 most likely at its position equal
+    log_softmax of llama.cpp's one-token-path logits for the same tokens (within 1e-3), sampled with a
+    temperature so that the chosen token is not always the most likely."""
+    lines = run_troupe_json_lines("generate", "--chat", "--prompt", prompt, "--max-tokens", 24, "--temperature",
+                                  "0.9", "--seed", "11", "--json", "--logprobs", 5)
+    toks = [l for l in lines if "token" in l]
+    prompt_tokens = reference_chat_tokens(llm, model_path, prompt)
+    ref = reference_log_softmax(llm_one_token, prompt_tokens + [t["token"] for t in toks])
+    below_top = 0
+    for i, t in enumerate(toks):
+        row = ref[len(prompt_tokens) - 1 + i]
+        assert t["logprob"] == pytest.approx(row[t["token"]], abs=1e-3), i
+        top = sorted(range(len(row)), key=lambda k: (-row[k], k))[:5]
+        assert [a["logprob"] for a in t["top_logprobs"]] == pytest.approx([row[k] for k in top], abs=1e-3), i
+        below_top += t["token"] != t["top_logprobs"][0]["token"]
+    assert len(toks) >= 8
+    print(f"{prompt!r}: {len(toks)} tokens, {below_top} sampled below the top")

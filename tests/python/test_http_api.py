@@ -311,7 +311,11 @@ def test_bad_requests_get_400_naming_the_problem(port, client):
     assert_error(port, c, {"prompt": ["a", "b"]}, 400, "prompt")
     assert_error(port, c, {"prompt": [1, 2, 3]}, 400, "prompt")
     assert_error(port, c, {"max_tokens": 3}, 400, "prompt")
-    assert_error(port, c, {"prompt": "hi", "logprobs": 3}, 400, "logprobs")
+    assert_error(port, c, {"prompt": "hi", "logprobs": 9}, 400, "logprobs")
+    assert_error(port, c, {"prompt": "hi", "logprobs": 2, "top_logprobs": 2}, 400, "top_logprobs")
+    assert_error(port, ch, {"messages": [{"role": "user", "content": "hi"}], "top_logprobs": 2}, 400, "top_logprobs")
+    assert_error(port, ch, {"messages": [{"role": "user", "content": "hi"}], "logprobs": True, "top_logprobs": 21},
+                 400, "top_logprobs")
     assert_error(port, ch, {"messages": []}, 400, "messages")
     assert_error(port, ch, {"messages": "hi"}, 400, "messages")
     assert_error(port, ch, {"messages": [{"role": "wizard", "content": "hi"}]}, 400, "role")
@@ -473,6 +477,45 @@ def test_sampled_unicode_answers_are_valid_text_everywhere(client):
                                                     messages=[{"role": "user", "content": EMOJI_PROMPT}], stream=True)
             assert "".join(c.choices[0].delta.content or "" for c in chunks) == want, seed
     assert replaced >= 1  # the case that failed is exercised: some answer held bytes that never form a character
+
+
+def test_logprobs_equal_generate_on_chat_and_completions(client):
+    """logprobs / top_logprobs as OpenAI returns them, equal to `troupe generate --logprobs`."""
+    prompt = "Name three colours."
+    p = run("generate", "--prompt", prompt, "--chat", "--max-tokens", "12", "--threads", THREADS, "--model",
+            DEFAULT_MODEL, "--json", "--logprobs", "3")
+    assert p.returncode == 0, p.stderr
+    want = [json.loads(l) for l in p.stdout.splitlines() if '"token"' in l]
+    vocab = gguf_token_bytes()
+    got = client.chat.completions.create(model=MODEL_ID, messages=[{"role": "user", "content": prompt}],
+                                         max_tokens=12, temperature=0, logprobs=True, top_logprobs=3)
+    content = got.choices[0].logprobs.content
+    assert len(content) == len(want) == got.usage.completion_tokens
+    for c, w in zip(content, want):
+        assert bytes(c.bytes) == vocab[w["token"]]
+        assert c.logprob == pytest.approx(w["logprob"], abs=1e-6)
+        assert [a.logprob for a in c.top_logprobs] == pytest.approx([a["logprob"] for a in w["top_logprobs"]], abs=1e-6)
+        assert [bytes(a.bytes) for a in c.top_logprobs] == [vocab[a["token"]] for a in w["top_logprobs"]]
+        assert c.top_logprobs[0].logprob == pytest.approx(c.logprob)  # greedy: the chosen token is the most likely
+    # Streamed: one chunk per token, carrying the same logprobs.
+    chunks = client.chat.completions.create(model=MODEL_ID, messages=[{"role": "user", "content": prompt}],
+                                            max_tokens=12, temperature=0, logprobs=True, top_logprobs=3, stream=True)
+    streamed = [t for c in chunks if c.choices and c.choices[0].logprobs for t in c.choices[0].logprobs.content]
+    assert [t.logprob for t in streamed] == [t.logprob for t in content]
+    # Completions: logprobs = N alternatives, OpenAI's legacy layout.
+    text_prompt = "The capital of France is"
+    p = run("generate", "--prompt", text_prompt, "--max-tokens", "6", "--threads", THREADS, "--model", DEFAULT_MODEL,
+            "--json", "--logprobs", "2")
+    want = [json.loads(l) for l in p.stdout.splitlines() if '"token"' in l]
+    got = client.completions.create(model=MODEL_ID, prompt=text_prompt, max_tokens=6, temperature=0, logprobs=2)
+    lp = got.choices[0].logprobs
+    assert lp.token_logprobs == pytest.approx([w["logprob"] for w in want], abs=1e-6)
+    assert [len(t) for t in lp.top_logprobs] == [2] * len(want)
+    assert "".join(lp.tokens) == got.choices[0].text
+    assert lp.text_offset == [sum(len(t) for t in lp.tokens[:i]) for i in range(len(lp.tokens))]
+    # Without asking, none.
+    assert client.completions.create(model=MODEL_ID, prompt=text_prompt, max_tokens=2,
+                                     temperature=0).choices[0].logprobs is None
 
 
 def test_metrics_is_prometheus_text(port):
