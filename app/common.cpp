@@ -45,6 +45,25 @@ void AddSamplingFlags(CLI::App* cmd, SamplingParams* p) {
   cmd->add_option("--repeat-penalty", p->repeat_penalty, "Repetition penalty; 1 = off")->capture_default_str();
   cmd->add_option("--repeat-last-n", p->repeat_last_n, "Window of the repetition penalty")->capture_default_str();
   cmd->add_option("--min-tokens", p->min_tokens, "No eos before this many tokens")->capture_default_str();
+  cmd->add_option("--presence-penalty", p->presence_penalty, "OpenAI's presence penalty, -2..2")->capture_default_str();
+  cmd->add_option("--frequency-penalty", p->frequency_penalty, "OpenAI's frequency penalty, -2..2")
+      ->capture_default_str();
+  cmd->add_option("--no-repeat-ngram-size", p->no_repeat_ngram_size, "Never repeat an n-gram of this size; 0 = off")
+      ->capture_default_str();
+  cmd->add_option_function<std::vector<std::string>>(
+      "--logit-bias",
+      [p](const std::vector<std::string>& items) {
+        for (const std::string& item : items) {
+          const size_t eq = item.find('=');
+          if (eq == std::string::npos) throw CLI::ValidationError("--logit-bias", "expects ID=BIAS, got " + item);
+          try {
+            p->logit_bias.emplace_back(std::stoi(item.substr(0, eq)), std::stof(item.substr(eq + 1)));
+          } catch (const std::exception&) {
+            throw CLI::ValidationError("--logit-bias", "expects ID=BIAS, got " + item);
+          }
+        }
+      },
+      "Add BIAS (-100..100) to token ID's logit, as ID=BIAS (repeatable)");
   cmd->add_option("--logprobs", p->top_logprobs,
                   "With --json: each token's logprob and the N most likely tokens at its position (0..20)");
   cmd->add_option("--seed", p->seed, "Random seed")->capture_default_str();

@@ -192,12 +192,6 @@ std::optional<ApiError> ParsePrompt(const json& body, v1::JobSubmit* job) {
 
 // Fields that would change the answer in ways we do not implement.
 std::optional<ApiError> RefuseUnsupported(ApiKind kind, const json& body) {
-  for (const char* key : {"presence_penalty", "frequency_penalty"}) {
-    const json* v = Field(body, key);
-    if (!v) continue;
-    if (!v->is_number()) return WrongType(key, "a number", *v);
-    if (v->get<double>() != 0.0) return Unsupported(key, "is not supported (only 0); use repeat_penalty");
-  }
   if (const json* v = Field(body, "echo")) {
     if (!v->is_boolean()) return WrongType("echo", "a boolean", *v);
     if (v->get<bool>()) return Unsupported("echo", "echo is not supported");
@@ -205,10 +199,6 @@ std::optional<ApiError> RefuseUnsupported(ApiKind kind, const json& body) {
   if (const json* v = Field(body, "best_of")) {
     if (!v->is_number_integer()) return WrongType("best_of", "an integer", *v);
     if (v->get<int64_t>() != 1) return Unsupported("best_of", "only 1 is supported");
-  }
-  if (const json* v = Field(body, "logit_bias")) {
-    if (!v->is_object()) return WrongType("logit_bias", "an object", *v);
-    if (!v->empty()) return Unsupported("logit_bias", "logit_bias is not supported");
   }
   if (const json* v = Field(body, "suffix")) {
     if (!v->is_string()) return WrongType("suffix", "a string", *v);
@@ -330,6 +320,31 @@ std::optional<ApiError> ParseRequest(ApiKind kind, const std::string& body, Pars
       e->message = "stream_options." + e->message;
       return e;
     }
+  }
+  // OpenAI's penalties and bias, and Hugging Face's no_repeat_ngram_size.
+  std::optional<double> presence, frequency;
+  if (auto e = ReadNumber(j, "presence_penalty", -2, 2, &presence)) return e;
+  if (auto e = ReadNumber(j, "frequency_penalty", -2, 2, &frequency)) return e;
+  if (presence) params.presence_penalty = static_cast<float>(*presence);
+  if (frequency) params.frequency_penalty = static_cast<float>(*frequency);
+  std::optional<int64_t> ngram;
+  if (auto e = ReadInt(j, "no_repeat_ngram_size", 0, 1 << 20, &ngram)) return e;
+  if (ngram) params.no_repeat_ngram_size = static_cast<int32_t>(*ngram);
+  if (const json* v = Field(j, "logit_bias")) {
+    if (!v->is_object()) return WrongType("logit_bias", "an object of token id: bias", *v);
+    if (v->size() > 300) return Invalid("logit_bias", "at most 300 tokens, got " + std::to_string(v->size()));
+    for (const auto& [key, bias] : v->items()) {
+      char* end = nullptr;
+      const long id = std::strtol(key.c_str(), &end, 10);
+      if (key.empty() || *end != '\0' || id < 0 || id > (1L << 30)) {
+        return Invalid("logit_bias", "keys must be token ids, got \"" + key + "\"");
+      }
+      if (!bias.is_number() || !(bias.get<double>() >= -100 && bias.get<double>() <= 100)) {
+        return Invalid("logit_bias", "biases must be numbers in [-100, 100], got " + bias.dump() + " for " + key);
+      }
+      params.logit_bias.emplace_back(static_cast<int32_t>(id), bias.get<float>());
+    }
+    std::sort(params.logit_bias.begin(), params.logit_bias.end());
   }
   // Logprobs as OpenAI asks for them: chat `logprobs: true` with
   // `top_logprobs` alternatives (0..20); completions `logprobs: N` (0..5).

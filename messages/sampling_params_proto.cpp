@@ -1,5 +1,7 @@
 #include "messages/sampling_params_proto.h"
 
+#include <algorithm>
+
 namespace troupe {
 
 v1::SamplingParams SamplingParamsToProto(const SamplingParams& params) {
@@ -16,6 +18,10 @@ v1::SamplingParams SamplingParamsToProto(const SamplingParams& params) {
   proto.set_seed(params.seed);
   for (const std::string& s : params.stop) proto.add_stop(s);
   proto.set_top_logprobs(params.top_logprobs);
+  proto.set_presence_penalty(params.presence_penalty);
+  proto.set_frequency_penalty(params.frequency_penalty);
+  proto.set_no_repeat_ngram_size(params.no_repeat_ngram_size);
+  for (const auto& [id, bias] : params.logit_bias) (*proto.mutable_logit_bias())[id] = bias;
   return proto;
 }
 
@@ -33,6 +39,11 @@ WireResult<SamplingParams> SamplingParamsFromProto(const v1::SamplingParams& pro
   if (proto.has_seed()) params.seed = proto.seed();
   params.stop.assign(proto.stop().begin(), proto.stop().end());
   if (proto.has_top_logprobs()) params.top_logprobs = proto.top_logprobs();
+  if (proto.has_presence_penalty()) params.presence_penalty = proto.presence_penalty();
+  if (proto.has_frequency_penalty()) params.frequency_penalty = proto.frequency_penalty();
+  if (proto.has_no_repeat_ngram_size()) params.no_repeat_ngram_size = proto.no_repeat_ngram_size();
+  params.logit_bias.assign(proto.logit_bias().begin(), proto.logit_bias().end());
+  std::sort(params.logit_bias.begin(), params.logit_bias.end());  // map order is unspecified
   Status valid = params.Validate();
   if (!valid.ok()) return WireError{v1::BAD_REQUEST, valid.message()};
   return params;

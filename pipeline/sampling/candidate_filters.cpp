@@ -73,6 +73,52 @@ void ApplyRepetitionPenalty(const std::vector<int32_t>& ids, float penalty, std:
   }
 }
 
+namespace {
+
+void AddToLogit(int32_t id, float delta, std::vector<Candidate>* by_id) {
+  if (id < 0 || id >= static_cast<int64_t>(by_id->size())) return;
+  float& logit = (*by_id)[static_cast<size_t>(id)].logit;
+  if (!std::isfinite(logit)) return;  // -inf stays impossible
+  logit = std::clamp(logit + delta, -kMaxFloat, kMaxFloat);
+}
+
+}  // namespace
+
+void ApplyPresenceFrequencyPenalty(const int32_t* generated, size_t n, float presence, float frequency,
+                                   std::vector<Candidate>* by_id) {
+  if ((presence == 0.0f && frequency == 0.0f) || n == 0) return;
+  std::vector<int32_t> ids(generated, generated + n);
+  std::sort(ids.begin(), ids.end());
+  for (size_t i = 0; i < ids.size();) {
+    size_t j = i;
+    while (j < ids.size() && ids[j] == ids[i]) ++j;
+    AddToLogit(ids[i], -(static_cast<float>(j - i) * frequency + presence), by_id);
+    i = j;
+  }
+}
+
+void BanRepeatedNgrams(const std::vector<int32_t>& history, int32_t n, std::vector<Candidate>* by_id) {
+  if (n <= 0) return;
+  const size_t len = history.size();
+  const size_t prefix = static_cast<size_t>(n) - 1;
+  if (len < prefix) return;
+  // Every earlier n-gram whose first n - 1 tokens equal the last n - 1 tokens.
+  for (size_t i = 0; i + prefix < len; ++i) {
+    if (std::equal(history.begin() + static_cast<std::ptrdiff_t>(i),
+                   history.begin() + static_cast<std::ptrdiff_t>(i + prefix),
+                   history.end() - static_cast<std::ptrdiff_t>(prefix))) {
+      const int32_t banned = history[i + prefix];
+      if (banned >= 0 && banned < static_cast<int64_t>(by_id->size())) {
+        (*by_id)[static_cast<size_t>(banned)].logit = kNegInf;
+      }
+    }
+  }
+}
+
+void ApplyLogitBias(const std::vector<std::pair<int32_t, float>>& bias, std::vector<Candidate>* by_id) {
+  for (const auto& [id, b] : bias) AddToLogit(id, b, by_id);
+}
+
 void KeepTopK(int64_t k, std::vector<Candidate>* cands) {
   if (k <= 0 || k >= static_cast<int64_t>(cands->size())) return;
   std::partial_sort(cands->begin(), cands->begin() + k, cands->end(), kByRank);

@@ -27,7 +27,9 @@
 // Pure functions of their arguments; thread-safe on distinct lists; never fail.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace troupe {
@@ -61,6 +63,22 @@ void RecentDistinctIds(const std::vector<int32_t>& history, int32_t last_n, std:
 // ids outside [0, size) and -inf logits are ignored; a finite logit stays
 // finite (clamped to the float range). penalty == 1 does nothing.
 void ApplyRepetitionPenalty(const std::vector<int32_t>& ids, float penalty, std::vector<Candidate>* by_id);
+
+// OpenAI's presence and frequency penalties over `generated` (the answer's
+// tokens so far): logit -= count * frequency + (count > 0) * presence, count
+// being how often the id occurs there. `by_id` indexed by id; ids outside it
+// and -inf logits are ignored; a finite logit stays finite.
+void ApplyPresenceFrequencyPenalty(const int32_t* generated, size_t n, float presence, float frequency,
+                                   std::vector<Candidate>* by_id);
+
+// Hugging Face's no_repeat_ngram_size: every id that would complete an n-gram
+// already in `history` (the last n - 1 tokens followed by it) gets logit -inf.
+// n <= 0, or a history shorter than n - 1: nothing.
+void BanRepeatedNgrams(const std::vector<int32_t>& history, int32_t n, std::vector<Candidate>* by_id);
+
+// OpenAI's logit_bias: adds each bias to its id's logit (ids outside `by_id`
+// ignored; -inf stays -inf; a finite logit stays finite).
+void ApplyLogitBias(const std::vector<std::pair<int32_t, float>>& bias, std::vector<Candidate>* by_id);
 
 // Top-k: keeps the k first candidates in rank order and sorts them into rank
 // order. k <= 0 or k >= size: no-op. Cost O(n log k) (partial sort).

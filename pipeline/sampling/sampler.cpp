@@ -40,7 +40,7 @@ bool Sampler::IsEos(int32_t token) const { return std::binary_search(eos_ids_.be
 int32_t Sampler::Sample(const float* logits, int64_t vocab, int64_t step, const std::vector<int32_t>& history) {
   if (logits == nullptr || vocab < 1 || vocab > std::numeric_limits<int32_t>::max()) return -1;
 
-  LoadCandidates(logits, vocab, history);
+  LoadCandidates(logits, vocab, step, history);
   if (step < params_.min_tokens) MaskEos();
   if (params_.greedy()) return ArgmaxId(cands_);
 
@@ -60,15 +60,20 @@ int32_t Sampler::Sample(const float* logits, int64_t vocab, int64_t step, const 
   return DrawId(cands_, UniformAt(params_.seed, static_cast<uint64_t>(step)));
 }
 
-void Sampler::LoadCandidates(const float* logits, int64_t vocab, const std::vector<int32_t>& history) {
+void Sampler::LoadCandidates(const float* logits, int64_t vocab, int64_t step, const std::vector<int32_t>& history) {
   cands_.resize(static_cast<size_t>(vocab));
   for (int32_t i = 0; i < static_cast<int32_t>(vocab); ++i) {
     cands_[static_cast<size_t>(i)] = Candidate{i, Sanitize(logits[i]), 0.0f};
   }
+  ApplyLogitBias(params_.logit_bias, &cands_);
   if (params_.repeat_penalty != 1.0f && params_.repeat_last_n != 0) {
     RecentDistinctIds(history, params_.repeat_last_n, &recent_);
     ApplyRepetitionPenalty(recent_, params_.repeat_penalty, &cands_);
   }
+  const size_t answer = std::min(history.size(), static_cast<size_t>(std::max<int64_t>(step, 0)));
+  ApplyPresenceFrequencyPenalty(history.data() + (history.size() - answer), answer, params_.presence_penalty,
+                                params_.frequency_penalty, &cands_);
+  BanRepeatedNgrams(history, params_.no_repeat_ngram_size, &cands_);
 }
 
 void Sampler::MaskEos() {

@@ -4,7 +4,8 @@
 // model's eos ids. Sample() runs the chain (llama.cpp
 // order):
 //
-//   logits ─▶ repetition penalty ─▶ mask eos while step < min_tokens
+//   logits ─▶ logit bias ─▶ repetition penalty ─▶ presence/frequency penalty
+//          ─▶ no-repeat n-grams ─▶ mask eos while step < min_tokens
 //          ─▶ greedy?  argmax (ties to the lowest id)
 //          ─▶ else     top-k ─▶ top-p ─▶ min-p ─▶ top-a ─▶ temperature
 //                      ─▶ softmax ─▶ draw with UniformAt(seed, step)
@@ -68,8 +69,9 @@ class Sampler {
   const SamplingParams& params() const { return params_; }
 
  private:
-  // Copies logits into cands_ (indexed by id), sanitized and penalized.
-  void LoadCandidates(const float* logits, int64_t vocab, const std::vector<int32_t>& history);
+  // Copies logits into cands_ (indexed by id), sanitized, biased and
+  // penalized; the last `step` entries of history are the answer so far.
+  void LoadCandidates(const float* logits, int64_t vocab, int64_t step, const std::vector<int32_t>& history);
   // Sets eos logits to -inf unless that leaves nothing finite.
   void MaskEos();
   // Puts cands_ (finite logits) in id order: sort if few, bucket if many.

@@ -35,6 +35,17 @@ Status SamplingParams::Validate() const {
   if (repeat_last_n < -1) {
     return Bad("repeat_last_n", repeat_last_n, "must be >= -1 (0 = off, -1 = whole history)");
   }
+  if (!(presence_penalty >= -2.0f && presence_penalty <= 2.0f)) {
+    return Bad("presence_penalty", presence_penalty, "must be in [-2, 2] (0 = off)");
+  }
+  if (!(frequency_penalty >= -2.0f && frequency_penalty <= 2.0f)) {
+    return Bad("frequency_penalty", frequency_penalty, "must be in [-2, 2] (0 = off)");
+  }
+  if (no_repeat_ngram_size < 0) return Bad("no_repeat_ngram_size", no_repeat_ngram_size, "must be >= 0 (0 = off)");
+  for (const auto& [id, bias] : logit_bias) {
+    if (id < 0) return Bad("logit_bias", id, "token ids must be >= 0");
+    if (!(bias >= -100.0f && bias <= 100.0f)) return Bad("logit_bias", bias, "biases must be in [-100, 100]");
+  }
   if (min_tokens < 0) return Bad("min_tokens", min_tokens, "must be >= 0");
   if (max_tokens < 1) return Bad("max_tokens", max_tokens, "must be >= 1");
   if (top_logprobs < -1 || top_logprobs > 20) {

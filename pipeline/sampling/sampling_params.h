@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pipeline/status.h"
@@ -28,15 +29,19 @@
 namespace troupe {
 
 struct SamplingParams {
-  float temperature = 0.0f;     // <= 0: greedy (argmax, ties to the lowest id)
-  int32_t top_k = 0;            // keep the k highest logits; 0 = off
-  float top_p = 1.0f;           // nucleus, in (0, 1]; 1 = off
-  float min_p = 0.0f;           // keep p >= min_p * p_max, in [0, 1]; 0 = off
-  float top_a = 0.0f;           // keep p >= top_a * p_max^2, >= 0; 0 = off
-  float repeat_penalty = 1.0f;  // > 0; 1 = off
-  int32_t repeat_last_n = 64;   // window over prompt + generated; 0 off, -1 all
-  int32_t min_tokens = 0;       // no eos token before this many
-  int32_t max_tokens = 256;     // new tokens at most (enforced by the caller)
+  float temperature = 0.0f;                           // <= 0: greedy (argmax, ties to the lowest id)
+  int32_t top_k = 0;                                  // keep the k highest logits; 0 = off
+  float top_p = 1.0f;                                 // nucleus, in (0, 1]; 1 = off
+  float min_p = 0.0f;                                 // keep p >= min_p * p_max, in [0, 1]; 0 = off
+  float top_a = 0.0f;                                 // keep p >= top_a * p_max^2, >= 0; 0 = off
+  float repeat_penalty = 1.0f;                        // > 0; 1 = off
+  int32_t repeat_last_n = 64;                         // window over prompt + generated; 0 off, -1 all
+  float presence_penalty = 0.0f;                      // OpenAI's, over the answer so far, in [-2, 2]; 0 = off
+  float frequency_penalty = 0.0f;                     // OpenAI's, over the answer so far, in [-2, 2]; 0 = off
+  int32_t no_repeat_ngram_size = 0;                   // Hugging Face's: no n-gram twice in prompt + answer; 0 = off
+  std::vector<std::pair<int32_t, float>> logit_bias;  // OpenAI's: (token id, bias in [-100, 100])
+  int32_t min_tokens = 0;                             // no eos token before this many
+  int32_t max_tokens = 256;                           // new tokens at most (enforced by the caller)
   // Randomness is a pure function of (seed, step). Sessions that should not
   // share draws need distinct seeds: when the client gives none, the
   // scheduler derives one from the session (e.g. Mix64 of its id).

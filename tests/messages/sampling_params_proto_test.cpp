@@ -35,6 +35,10 @@ TEST(SamplingParamsProtoTest, RoundTrip) {
   s.seed = 123456789012345ull;
   s.stop = {"</s>", "\n\n"};
   s.top_logprobs = 4;
+  s.presence_penalty = 0.5f;
+  s.frequency_penalty = -1.25f;
+  s.no_repeat_ngram_size = 3;
+  s.logit_bias = {{2, -100.0f}, {7, 3.5f}};
   v1::SamplingParams wire;
   ASSERT_TRUE(wire.ParseFromString(SamplingParamsToProto(s).SerializeAsString()));
   EXPECT_TRUE(wire.has_seed());
@@ -52,6 +56,10 @@ TEST(SamplingParamsProtoTest, RoundTrip) {
   EXPECT_EQ(back->seed, s.seed);
   EXPECT_EQ(back->stop, s.stop);
   EXPECT_EQ(back->top_logprobs, s.top_logprobs);
+  EXPECT_EQ(back->presence_penalty, s.presence_penalty);
+  EXPECT_EQ(back->frequency_penalty, s.frequency_penalty);
+  EXPECT_EQ(back->no_repeat_ngram_size, s.no_repeat_ngram_size);
+  EXPECT_EQ(back->logit_bias, s.logit_bias);  // in id order, whatever the map's order
 }
 
 TEST(SamplingParamsProtoTest, InvalidValuesAreBadRequest) {

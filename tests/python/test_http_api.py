@@ -312,6 +312,9 @@ def test_bad_requests_get_400_naming_the_problem(port, client):
     assert_error(port, c, {"prompt": [1, 2, 3]}, 400, "prompt")
     assert_error(port, c, {"max_tokens": 3}, 400, "prompt")
     assert_error(port, c, {"prompt": "hi", "logprobs": 9}, 400, "logprobs")
+    assert_error(port, c, {"prompt": "hi", "presence_penalty": 3}, 400, "presence_penalty")
+    assert_error(port, c, {"prompt": "hi", "logit_bias": {"abc": 1}}, 400, "logit_bias", "abc")
+    assert_error(port, c, {"prompt": "hi", "logit_bias": {"5": 101}}, 400, "logit_bias")
     assert_error(port, c, {"prompt": "hi", "logprobs": 2, "top_logprobs": 2}, 400, "top_logprobs")
     assert_error(port, ch, {"messages": [{"role": "user", "content": "hi"}], "top_logprobs": 2}, 400, "top_logprobs")
     assert_error(port, ch, {"messages": [{"role": "user", "content": "hi"}], "logprobs": True, "top_logprobs": 21},
@@ -516,6 +519,36 @@ def test_logprobs_equal_generate_on_chat_and_completions(client):
     # Without asking, none.
     assert client.completions.create(model=MODEL_ID, prompt=text_prompt, max_tokens=2,
                                      temperature=0).choices[0].logprobs is None
+
+
+def test_penalties_bias_and_no_repeat_ngrams_equal_generate(client):
+    """OpenAI's presence/frequency penalties and logit_bias, and Hugging Face's no_repeat_ngram_size:
+    the cluster over HTTP answers as `troupe generate` with the same settings, and each takes effect."""
+    prompt = "1, 2, 3, 1, 2, 3, 1, 2, 3,"
+    plain, _ = generate(prompt, "--max-tokens", "16")
+    first = json.loads(run("generate", "--prompt", prompt, "--max-tokens", "1", "--threads", THREADS, "--model",
+                           DEFAULT_MODEL, "--json").stdout.splitlines()[0])["token"]
+    cases = [
+        ({"presence_penalty": 1.0, "frequency_penalty": 1.5}, ["--presence-penalty", "1", "--frequency-penalty", "1.5"]),
+        ({"logit_bias": {str(first): -100}}, ["--logit-bias", f"{first}=-100"]),
+        ({"extra_body": {"no_repeat_ngram_size": 2}}, ["--no-repeat-ngram-size", "2"]),
+    ]
+    for kw, flags in cases:
+        want, _ = generate(prompt, "--max-tokens", "16", *flags)
+        got = client.completions.create(model=MODEL_ID, prompt=prompt, max_tokens=16, temperature=0, **kw)
+        assert got.choices[0].text == want, kw
+        assert want != plain, kw  # each setting changes this answer
+    # The banned first token never appears; no bigram repeats across prompt and answer.
+    p = run("generate", "--prompt", prompt, "--max-tokens", "16", "--threads", THREADS, "--model", DEFAULT_MODEL,
+            "--json", "--logit-bias", f"{first}=-100")
+    assert first not in [json.loads(l)["token"] for l in p.stdout.splitlines() if '"token"' in l]
+    ids = json.loads(run("tokenize", "--text", prompt, "--model", DEFAULT_MODEL).stdout)
+    p = run("generate", "--prompt", prompt, "--max-tokens", "16", "--threads", THREADS, "--model", DEFAULT_MODEL,
+            "--json", "--no-repeat-ngram-size", "2")
+    seq = ids + [json.loads(l)["token"] for l in p.stdout.splitlines() if '"token"' in l]
+    answer_bigrams = [tuple(seq[i:i + 2]) for i in range(len(ids) - 1, len(seq) - 1)]
+    earlier = {tuple(seq[i:i + 2]) for i in range(len(ids) - 1)}
+    assert not earlier & set(answer_bigrams) and len(set(answer_bigrams)) == len(answer_bigrams)
 
 
 def test_metrics_is_prometheus_text(port):

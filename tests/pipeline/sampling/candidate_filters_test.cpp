@@ -280,5 +280,48 @@ TEST(DrawTest, NeverReturnsZeroProbability) {
   EXPECT_EQ(ArgmaxId({}), -1);
 }
 
+// OpenAI: mu[j] -= c[j] * frequency + (c[j] > 0) * presence, over the answer's tokens.
+TEST(PresenceFrequencyPenaltyTest, FollowsOpenAisFormula) {
+  std::vector<Candidate> c = FromLogits({1.0f, 1.0f, 1.0f, -std::numeric_limits<float>::infinity()});
+  const std::vector<int32_t> answer = {1, 2, 2, 2, 3, 9};
+  ApplyPresenceFrequencyPenalty(answer.data(), answer.size(), 0.5f, 0.25f, &c);
+  EXPECT_FLOAT_EQ(c[0].logit, 1.0f);                               // never said
+  EXPECT_FLOAT_EQ(c[1].logit, 1.0f - 0.25f - 0.5f);                // once
+  EXPECT_FLOAT_EQ(c[2].logit, 1.0f - 0.75f - 0.5f);                // three times
+  EXPECT_EQ(c[3].logit, -std::numeric_limits<float>::infinity());  // impossible stays impossible
+  std::vector<Candidate> negative = FromLogits({1.0f, 1.0f});
+  ApplyPresenceFrequencyPenalty(answer.data(), answer.size(), -1.0f, 0.0f, &negative);
+  EXPECT_FLOAT_EQ(negative[1].logit, 2.0f);  // a negative penalty encourages repeats
+}
+
+// Hugging Face: a token that would complete an n-gram already in the sequence is banned.
+TEST(NoRepeatNgramTest, BansEveryTokenThatWouldRepeatAnNgram) {
+  const std::vector<int32_t> history = {5, 6, 7, 5, 6, 8, 5, 6};
+  std::vector<Candidate> c = FromLogits(std::vector<float>(10, 0.0f));
+  BanRepeatedNgrams(history, 3, &c);  // "5 6 x" occurred with x = 7 and 8
+  std::vector<int32_t> banned;
+  for (const Candidate& x : c) {
+    if (x.logit == -std::numeric_limits<float>::infinity()) banned.push_back(x.id);
+  }
+  EXPECT_EQ(banned, IdList({7, 8}));
+  std::vector<Candidate> bigram = FromLogits(std::vector<float>(10, 0.0f));
+  BanRepeatedNgrams(history, 2, &bigram);  // after 6 came 7 and 8
+  EXPECT_EQ(bigram[7].logit, -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(bigram[8].logit, -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(bigram[5].logit, 0.0f);
+  std::vector<Candidate> off = FromLogits(std::vector<float>(10, 0.0f));
+  BanRepeatedNgrams(history, 0, &off);
+  BanRepeatedNgrams({1}, 3, &off);  // shorter than n - 1
+  for (const Candidate& x : off) EXPECT_EQ(x.logit, 0.0f);
+}
+
+TEST(LogitBiasTest, AddsBiasesAndIgnoresUnknownIds) {
+  std::vector<Candidate> c = FromLogits({1.0f, 2.0f, 3.0f});
+  ApplyLogitBias({{0, 5.0f}, {2, -100.0f}, {7, 1.0f}, {-1, 1.0f}}, &c);
+  EXPECT_FLOAT_EQ(c[0].logit, 6.0f);
+  EXPECT_FLOAT_EQ(c[1].logit, 2.0f);
+  EXPECT_FLOAT_EQ(c[2].logit, -97.0f);
+}
+
 }  // namespace
 }  // namespace troupe
