@@ -270,6 +270,9 @@ std::optional<ApiError> ParseRequest(ApiKind kind, const std::string& body, Pars
   x.reset();
   if (auto e = ReadNumber(j, "min_p", 0, 1, &x)) return e;
   if (x) params.min_p = static_cast<float>(*x);
+  x.reset();
+  if (auto e = ReadNumber(j, "top_a", 0, 1e6, &x)) return e;
+  if (x) params.top_a = static_cast<float>(*x);
   for (const char* key : {"repeat_penalty", "repetition_penalty"}) {
     x.reset();
     if (auto e = ReadNumber(j, key, 0, 1e6, &x)) return e;

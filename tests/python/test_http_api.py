@@ -265,9 +265,9 @@ def test_seeded_sampling_is_reproducible_and_equals_generate(client):
 def test_extras_are_passed_through(client):
     prompt = "The quick brown fox"
     want, _ = generate(prompt, "--max-tokens", "16", "--temperature", "0.7", "--seed", "5", "--top-k", "20",
-                       "--min-p", "0.05", "--repeat-penalty", "1.3")
+                       "--min-p", "0.05", "--top-a", "0.2", "--repeat-penalty", "1.3")
     got = client.completions.create(model=MODEL_ID, prompt=prompt, max_tokens=16, temperature=0.7, seed=5,
-                                    extra_body={"top_k": 20, "min_p": 0.05, "repetition_penalty": 1.3})
+                                    extra_body={"top_k": 20, "min_p": 0.05, "top_a": 0.2, "repetition_penalty": 1.3})
     assert got.choices[0].text == want
 
 
