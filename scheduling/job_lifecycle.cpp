@@ -35,6 +35,11 @@ uint64_t Mix64(uint64_t x) {
 JobLifecycle::JobLifecycle(LifecycleConfig config, Registry registry)
     : config_(std::move(config)), registry_(std::move(registry)), next_session_(config_.first_session_id) {}
 
+Reply JobLifecycle::UnknownJob(const Origin& to, uint64_t request_id, uint64_t job_id) const {
+  return Reply{
+      to, ErrorEnvelope(v1::UNKNOWN_JOB, "no job " + std::to_string(job_id), config_.node_id, 0, request_id, job_id)};
+}
+
 v1::Error JobLifecycle::HeadError(v1::ErrorCode code, const std::string& text, uint64_t session_id) const {
   return ErrorEnvelope(code, text, config_.node_id, session_id).error();
 }
@@ -151,8 +156,7 @@ Actions JobLifecycle::Cancel(const Origin& from, uint64_t request_id, uint64_t j
   Actions out;
   auto it = job_sessions_.find(job_id);
   if (it == job_sessions_.end()) {
-    out.push_back(Reply{from, ErrorEnvelope(v1::UNKNOWN_JOB, "no job " + std::to_string(job_id), config_.node_id, 0,
-                                            request_id, job_id)});
+    out.push_back(UnknownJob(from, request_id, job_id));
     return out;
   }
   const uint64_t sid = it->second;
@@ -388,8 +392,7 @@ Actions JobLifecycle::Status(const Origin& from, uint64_t request_id, uint64_t j
   Actions out;
   auto it = job_sessions_.find(job_id);
   if (it == job_sessions_.end()) {
-    out.push_back(Reply{from, ErrorEnvelope(v1::UNKNOWN_JOB, "no job " + std::to_string(job_id), config_.node_id, 0,
-                                            request_id, job_id)});
+    out.push_back(UnknownJob(from, request_id, job_id));
     return out;
   }
   const Job& job = jobs_.at(it->second);

@@ -205,6 +205,8 @@ class JobLifecycle {
                Actions& out);
   void Down(const std::string& node_id, const std::string& how, Clock::time_point now, Actions& out);
   v1::Error HeadError(v1::ErrorCode code, const std::string& text, uint64_t session_id) const;
+  // The answer to a cancel or status query naming a job the head does not hold.
+  Reply UnknownJob(const Origin& to, uint64_t request_id, uint64_t job_id) const;
 
   LifecycleConfig config_;
   Registry registry_;
