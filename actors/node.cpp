@@ -23,6 +23,7 @@
 #include "actors/scheduler_actor.h"
 #include "actors/shard_actor.h"
 #include "client/job_client.h"
+#include "cluster/stop_signals.h"
 #include "http/http_server.h"
 #include "http/job_client_backend.h"
 #include "pipeline/model/decoder.h"
@@ -239,14 +240,8 @@ Status WriteReadyFile(const cluster::NodeConfig& config, const Node& node) {
 }
 
 int RunNode(const cluster::NodeConfig& config) {
-  // Signals are taken synchronously (sigtimedwait) by this thread: block them
-  // before any other thread exists so that every thread inherits the mask.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // Before any other thread exists, so that every thread inherits the mask.
+  const cluster::StopSignals stop = cluster::StopSignals::Block();
   auto parent_gone = [&] { return config.parent_pid > 0 && ::getppid() != config.parent_pid; };
   if (config.parent_pid > 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -269,10 +264,8 @@ int RunNode(const cluster::NodeConfig& config) {
             << ((*node)->job_endpoint().empty() ? "" : ", jobs on " + (*node)->job_endpoint())
             << ((*node)->http_port() > 0 ? ", HTTP API on port " + std::to_string((*node)->http_port()) : "")
             << (config.curve ? " (CURVE)" : " (plain)") << std::endl;
-  const timespec poll{0, 200 * 1000 * 1000};
   while (true) {
-    siginfo_t info;
-    if (sigtimedwait(&signals, &info, &poll) > 0) break;
+    if (stop.Wait(200)) break;
     if (parent_gone()) break;
   }
   // A node that cannot stop within 10 s must not linger.

@@ -15,6 +15,7 @@
 #include "client/job_client.h"
 #include "cluster/child_process.h"
 #include "cluster/node_config.h"
+#include "cluster/stop_signals.h"
 #include "pipeline/format/model_source.h"
 #include "transport/keys.h"
 
@@ -24,16 +25,10 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-// True when SIGINT/SIGTERM/SIGHUP is pending (they are blocked: see RunClusterUp).
-bool StopRequested() {
-  sigset_t pending;
-  sigemptyset(&pending);
-  if (sigpending(&pending) != 0) return false;
-  return sigismember(&pending, SIGINT) == 1 || sigismember(&pending, SIGTERM) == 1 ||
-         sigismember(&pending, SIGHUP) == 1;
-}
+// True when a stop signal is pending (they are blocked: see RunClusterUp).
+bool StopRequested() { return StopSignals::Pending(); }
 
-const Status kInterrupted = Status(StatusCode::kInternal, "interrupted while starting");
+const Status kInterrupted = Status::Cancelled("interrupted while starting");
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
@@ -330,12 +325,7 @@ Status LocalCluster::WriteClusterJson(const ClusterOptions& o) const {
 }
 
 int RunClusterUp(const ClusterOptions& options) {
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  const StopSignals stop = StopSignals::Block();
   // A signal while starting must still stop the children that exist: poll for it.
   auto cluster = LocalCluster::Start(options);
   if (!cluster.ok()) {
@@ -350,10 +340,8 @@ int RunClusterUp(const ClusterOptions& options) {
             << (c.http_port() > 0 ? "; HTTP API on http://127.0.0.1:" + std::to_string(c.http_port()) + "/v1" : "")
             << "; " << c.dir() << "/cluster.json; Ctrl-C stops" << std::endl;
   int code = 0;
-  const timespec poll{0, 200 * 1000 * 1000};
   while (true) {
-    siginfo_t info;
-    if (sigtimedwait(&signals, &info, &poll) > 0) break;
+    if (stop.Wait(200)) break;
     if (std::string dead = c.CheckChildren(); !dead.empty()) {
       if (c.nodes().front().pid > 0) {  // a shard: its replicas (if any) carry on
         std::cerr << "troupe: cluster up: " << dead << std::endl;
