@@ -61,9 +61,12 @@ struct StepMessage {
   at::Tensor tensor;
 };
 
-// Sampler -> Scheduler: the session finished (Finish already sent); close it everywhere.
+// Sampler -> Scheduler: the session finished (Finish already sent); close it
+// everywhere, or keep it as its kept session's, `tokens` (prompt + answer)
+// becoming the session's context.
 struct SessionDone {
   uint64_t session_id = 0;
+  std::vector<int32_t> tokens;
 };
 
 // Any stage -> Scheduler: a session failed here; fail its job and close it.

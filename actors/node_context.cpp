@@ -30,6 +30,7 @@ v1::MetricsSnapshot NodeMetrics(const NodeContext& ctx) {
   g["cache_bytes_in_use"] = static_cast<double>(c.cache_bytes_in_use.load());
   g["cache_budget_bytes"] = ctx.config.shard ? static_cast<double>(ctx.config.cache_budget_bytes) : 0.0;
   g["sessions_open"] = static_cast<double>(c.sessions_open.load());
+  g["kept_sessions"] = static_cast<double>(c.kept_sessions.load());
   auto& n = *m.mutable_counters();
   n["steps_total"] = c.steps_total.load();
   n["batches_total"] = c.batches_total.load();
@@ -40,6 +41,8 @@ v1::MetricsSnapshot NodeMetrics(const NodeContext& ctx) {
   n["cache_full_total"] = c.cache_full_total.load();
   n["sessions_resumed_total"] = c.sessions_resumed_total.load();
   n["jobs_queued_total"] = c.jobs_queued_total.load();
+  n["prompt_tokens_prefilled_total"] = c.prompt_tokens_prefilled_total.load();
+  n["prompt_tokens_reused_total"] = c.prompt_tokens_reused_total.load();
   n["send_errors_total"] = c.send_errors_total.load();
   n["compute_microseconds_total"] = c.compute_ns.load() / 1000;
   ctx.rejects.AppendTo(&m);
@@ -60,11 +63,12 @@ std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& f
   const auto body = env.body_case();
   if (job_link) {
     const bool job_body = body == v1::Envelope::kJobSubmit || body == v1::Envelope::kJobCancel ||
-                          body == v1::Envelope::kJobStatusQuery || body == v1::Envelope::kMetricsQuery;
+                          body == v1::Envelope::kJobStatusQuery || body == v1::Envelope::kMetricsQuery ||
+                          body == v1::Envelope::kKeptSessionClose || body == v1::Envelope::kKeptSessionQuery;
     if (!job_body || !ctx.scheduler) {
       return Refuse(ctx, v1::BAD_REQUEST,
-                    std::string("the job endpoint takes job_submit, job_cancel, job_status_query and "
-                                "metrics queries, not ") +
+                    std::string("the job endpoint takes job_submit, job_cancel, job_status_query, "
+                                "kept_session_close, kept_session_query and metrics queries, not ") +
                         BodyName(env),
                     env);
     }
@@ -102,6 +106,8 @@ std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& f
     case v1::Envelope::kJobSubmit:
     case v1::Envelope::kJobCancel:
     case v1::Envelope::kJobStatusQuery:
+    case v1::Envelope::kKeptSessionClose:
+    case v1::Envelope::kKeptSessionQuery:
       target = ctx.scheduler;
       what = "scheduler";
       break;

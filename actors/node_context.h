@@ -43,8 +43,11 @@ struct NodeCounters {
   std::atomic<uint64_t> sessions_opened_total{0};
   std::atomic<uint64_t> sessions_closed_total{0};
   std::atomic<uint64_t> cache_full_total{0};
-  std::atomic<uint64_t> sessions_resumed_total{0};  // sessions replayed on a new route after a node died
-  std::atomic<uint64_t> jobs_queued_total{0};       // jobs that had to wait for KV cache
+  std::atomic<uint64_t> sessions_resumed_total{0};         // sessions replayed on a new route after a node died
+  std::atomic<uint64_t> jobs_queued_total{0};              // jobs that had to wait for KV cache
+  std::atomic<uint64_t> kept_sessions{0};                  // head: live kept sessions
+  std::atomic<uint64_t> prompt_tokens_prefilled_total{0};  // head: prompt tokens sent through the ring
+  std::atomic<uint64_t> prompt_tokens_reused_total{0};     // head: prompt tokens a cache held already
   std::atomic<uint64_t> send_errors_total{0};
   std::atomic<uint64_t> compute_ns{
       0};  // time in model code (forward, sampling); exported as compute_microseconds_total

@@ -186,8 +186,9 @@ class SamplerActor : public StageActor {
     f->set_decode_seconds(Seconds(s.last_token - s.first_token));
     f->set_peak_rss_mb(PeakRssMb());
     f->set_replays(s.replays);
+    f->set_cached_tokens(static_cast<uint32_t>(s.start.cached));
     Sent(sender_.Reply(s.start.client, std::move(env)));
-    send(ctx_->scheduler, SessionDone{it->first});
+    send(ctx_->scheduler, SessionDone{it->first, s.generation.tokens()});
     sessions_.erase(it);
   }
 

@@ -30,6 +30,8 @@ sched::LifecycleConfig LifecycleConfigOf(const NodeContext& ctx) {
   // Session ids start at a random point so that a restarted head does not
   // reuse the ids of sessions its shards may still hold.
   c.first_session_id = static_cast<uint64_t>(std::random_device{}() & 0xffffff) << 32;
+  c.kept_ttl = std::chrono::milliseconds(static_cast<int64_t>(ctx.config.kept_session_ttl_seconds * 1000));
+  c.kept_max_length = ctx.config.kept_session_max_length;
   return c;
 }
 
@@ -45,7 +47,7 @@ class SchedulerActor : public StageActor {
     delayed_send(this, kTick, tick_atom::value);
     return {
         [this](WireMessage& m) { OnWire(m); },
-        [this](const SessionDone& d) { Execute(jobs_.Done(d.session_id, Clock::now())); },
+        [this](SessionDone& d) { Execute(jobs_.Done(d.session_id, std::move(d.tokens), Clock::now())); },
         [this](SessionFailed& f) { Execute(jobs_.Failed(f.session_id, f.error, Clock::now())); },
         [this](const PeerGone& g) { Execute(jobs_.ClientGone(g.client, Clock::now())); },
         [this](const NodeDown& d) { Execute(jobs_.NodeDown(d.node_id, "disconnected", Clock::now())); },
@@ -91,6 +93,9 @@ class SchedulerActor : public StageActor {
         return Execute(jobs_.Cancel(from, env.request_id(), env.job_cancel().job_id(), now));
       case v1::Envelope::kJobStatusQuery:
         return Execute(jobs_.Status(from, env.request_id(), env.job_status_query().job_id()));
+      case v1::Envelope::kKeptSessionClose:
+        return Execute(jobs_.CloseKept(from, env.request_id(), env.kept_session_close().name(), now));
+      case v1::Envelope::kKeptSessionQuery: return Execute(jobs_.ListKept(from, env.request_id(), now));
       case v1::Envelope::kSessionOpened:
         return Execute(jobs_.Opened(env.session_opened().session_id(), env.session_opened().node_id(), now));
       case v1::Envelope::kError:
@@ -111,7 +116,8 @@ class SchedulerActor : public StageActor {
     auto tokenize = [this](const PromptRequest& r) {
       return PromptTokens(*ctx_->tokenizer, ctx_->source->tokenizer_spec(), r);
     };
-    WireResult<sched::AdmittedJob> job = sched::Admit(submit, tokenize, ctx_->source->config().max_positions);
+    const ModelConfig& model = ctx_->source->config();
+    WireResult<sched::AdmittedJob> job = sched::Admit(submit, tokenize, {model.max_positions, model.vocab});
     if (!job.ok()) {
       return Execute(sched::Reply{
           client, ErrorEnvelope(job.error().code, job.error().text, ctx_->node_id, 0, request_id, job_id)});
@@ -170,6 +176,9 @@ class SchedulerActor : public StageActor {
     }
     ctx_->counters.sessions_open = jobs_.size();
     ctx_->counters.jobs_queued_total = jobs_.jobs_queued_total();
+    ctx_->counters.kept_sessions = jobs_.kept().size();
+    ctx_->counters.prompt_tokens_prefilled_total = jobs_.prefill_counts().prefilled;
+    ctx_->counters.prompt_tokens_reused_total = jobs_.prefill_counts().reused;
   }
   void Execute(sched::Reply reply) { Do(reply); }
 

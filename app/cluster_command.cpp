@@ -45,6 +45,10 @@ void RegisterCluster(CLI::App& app) {
   up->add_option("--cache-budget-mb", *budget_mb, "KV cache budget per shard node, MiB")->capture_default_str();
   up->add_option("--max-batch-sessions", o->max_batch_sessions, "Sessions per batch (0 = no limit)")
       ->capture_default_str();
+  up->add_option("--kept-session-ttl", o->kept_session_ttl_seconds,
+                 "Seconds an idle kept session lives on (troupe submit --session NAME --keep)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   up->add_option("--ready-timeout", o->ready_timeout_seconds, "Seconds to wait for the ring")->capture_default_str();
   up->callback([o, model, budget_mb] {
     cluster::ClusterOptions options = *o;

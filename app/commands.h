@@ -19,6 +19,7 @@ void RegisterNode(CLI::App& app);
 void RegisterCluster(CLI::App& app);
 void RegisterSubmit(CLI::App& app);
 void RegisterStatus(CLI::App& app);
+void RegisterSession(CLI::App& app);
 
 int ExitCode();
 void SetExitCode(int code);

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   troupe::app::RegisterCluster(app);
   troupe::app::RegisterSubmit(app);
   troupe::app::RegisterStatus(app);
+  troupe::app::RegisterSession(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -50,10 +50,12 @@ void TokenPrinter::Done(const GenerateStats& s, const std::vector<std::pair<std:
       {"done", true},
       {"prompt_tokens", s.prompt_tokens},
       {"generated_tokens", s.generated_tokens},
-      {"prefill_tokens_per_s", s.prefill_seconds > 0 ? s.prompt_tokens / s.prefill_seconds : 0.0},
+      {"prefill_tokens_per_s",
+       s.prefill_seconds > 0 ? static_cast<double>(s.prompt_tokens - s.cached_tokens) / s.prefill_seconds : 0.0},
       {"decode_tokens_per_s", s.decode_seconds > 0 ? decode_steps / s.decode_seconds : 0.0},
       {"peak_rss_mb", PeakRssMb()},
       {"finish_reason", finish_reason_name(s.finish)},
+      {"cached_tokens", s.cached_tokens},
   };
   for (const auto& [key, value] : extra) j[key] = value;
   std::cout << Dump(j) << "\n" << std::flush;

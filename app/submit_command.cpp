@@ -3,7 +3,11 @@
 // output format of `troupe generate` (app/output.h; the summary's figures come
 // from the head's Finish record, peak_rss_mb is this client's; after the
 // documented keys it adds queue_seconds, total_seconds, replays and
-// head_peak_rss_mb from the Finish record). Errors
+// head_peak_rss_mb from the Finish record). With --session NAME the job runs
+// in a kept session (--keep opens it; without, the job continues it: its
+// prompt, or with --chat its user turn, follows the conversation so far);
+// the summary's prompt_tokens is then the whole context and cached_tokens
+// what of it the shards' caches held already. Errors
 // (CACHE_FULL, NO_ROUTE, a dead cluster...) go to stderr with exit code 1.
 // The job endpoint is plain on loopback; elsewhere pass --server-key (and
 // --client-key, a key the head's allowlist knows).
@@ -30,6 +34,9 @@ struct SubmitFlags {
   std::string server_key;
   std::string client_key;
   double timeout_s = 120;
+  std::string session;
+  bool keep = false;
+  int64_t max_length = 0;
 };
 
 void RunSubmit(const SubmitFlags& f) {
@@ -53,6 +60,9 @@ void RunSubmit(const SubmitFlags& f) {
   }
   *job.mutable_sampling() = SamplingParamsToProto(f.params);
   job.set_stream(true);
+  job.set_session(f.session);
+  job.set_keep(f.keep);
+  job.set_max_length(static_cast<uint32_t>(f.max_length));
   TokenPrinter printer(f.json);
   auto on_token = [&](const v1::Token& t) {
     TokenEvent ev;
@@ -74,6 +84,7 @@ void RunSubmit(const SubmitFlags& f) {
   if (!finish.ok()) return Fail(finish.status().message());
   GenerateStats stats;
   stats.prompt_tokens = finish->prompt_tokens();
+  stats.cached_tokens = finish->cached_tokens();
   stats.generated_tokens = finish->generated_tokens();
   stats.decode_steps = finish->decode_steps();
   stats.prefill_seconds = finish->first_token_seconds();
@@ -99,6 +110,12 @@ void RegisterSubmit(CLI::App& app) {
   cmd->add_flag("--json", flags->json, "One JSON line per token, then a summary line");
   cmd->add_option("--server-key", flags->server_key, "The head's CURVE public key (Z85), for a non-loopback endpoint");
   cmd->add_option("--client-key", flags->client_key, "This client's node.key (CURVE; default: a fresh key pair)");
+  cmd->add_option("--session", flags->session,
+                  "Run in kept session NAME: continue it, or open it with --keep (its shards keep the KV cache)");
+  cmd->add_flag("--keep", flags->keep, "Open kept session --session NAME with this job");
+  cmd->add_option("--max-length", flags->max_length,
+                  "With --keep: positions the session reserves (default: the head's kept_session_max_length)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   cmd->add_option("--timeout", flags->timeout_s, "Give up after this many seconds without an answer")
       ->capture_default_str();
   cmd->callback([flags] { RunSubmit(*flags); });

@@ -131,6 +131,31 @@ Result<v1::MetricsSnapshot> JobClient::Metrics() {
   return answer.metrics_snapshot();
 }
 
+Result<v1::KeptSessionList> JobClient::KeptSessions() {
+  Impl& m = *impl_;
+  const uint64_t request = m.next_request++;
+  v1::Envelope env = NewEnvelope(request);
+  env.mutable_kept_session_query();
+  TROUPE_RETURN_IF_ERROR(m.Send(env));
+  TROUPE_ASSIGN_OR_RETURN(v1::Envelope answer, m.Receive(request, m.options.first_reply_ms));
+  if (answer.has_error()) return StatusFromError(answer.error());
+  if (!answer.has_kept_session_list()) return Status::Corrupt("unexpected answer to a kept session query");
+  return answer.kept_session_list();
+}
+
+Status JobClient::CloseKeptSession(const std::string& name) {
+  if (!IsValidUtf8(name)) return Status::InvalidArgument("the session name is not valid UTF-8");
+  Impl& m = *impl_;
+  const uint64_t request = m.next_request++;
+  v1::Envelope env = NewEnvelope(request);
+  env.mutable_kept_session_close()->set_name(name);
+  TROUPE_RETURN_IF_ERROR(m.Send(env));
+  TROUPE_ASSIGN_OR_RETURN(v1::Envelope answer, m.Receive(request, m.options.first_reply_ms));
+  if (answer.has_error()) return StatusFromError(answer.error());
+  if (!answer.has_kept_session_closed()) return Status::Corrupt("unexpected answer to a kept session close");
+  return Status::Ok();
+}
+
 // Protobuf `string` fields must hold UTF-8 (a receiver drops the whole
 // message otherwise): refuse such a job here, naming the field.
 static Status CheckUtf8(const v1::JobSubmit& job) {
@@ -139,6 +164,7 @@ static Status CheckUtf8(const v1::JobSubmit& job) {
   };
   TROUPE_RETURN_IF_ERROR(check(job.prompt(), "the prompt"));
   TROUPE_RETURN_IF_ERROR(check(job.system(), "the system message"));
+  TROUPE_RETURN_IF_ERROR(check(job.session(), "the session name"));
   for (int i = 0; i < job.chat_size(); ++i) {
     TROUPE_RETURN_IF_ERROR(check(job.chat(i).role(), "chat message " + std::to_string(i) + "'s role"));
     TROUPE_RETURN_IF_ERROR(check(job.chat(i).content(), "chat message " + std::to_string(i)));

@@ -51,6 +51,12 @@ class JobClient {
   // The merged metrics of the cluster ("<node>/<name>" keys).
   Result<v1::MetricsSnapshot> Metrics();
 
+  // The head's live kept sessions.
+  Result<v1::KeptSessionList> KeptSessions();
+  // Closes kept session `name` (cancelling its running job); UNKNOWN_SESSION
+  // (as a Status carrying it) when there is no such live session.
+  Status CloseKeptSession(const std::string& name);
+
   // The same job step by step (the HTTP front end, which must know whether a
   // job was accepted before it answers, and must stop a job whose client
   // left). One job at a time per client.

@@ -61,6 +61,8 @@ const std::set<std::string> kTopKeys = {"id",
                                         "cache_budget_bytes",
                                         "idle_timeout_seconds",
                                         "step_timeout_seconds",
+                                        "kept_session_ttl_seconds",
+                                        "kept_session_max_length",
                                         "max_batch_sessions",
                                         "endpoints",
                                         "security",
@@ -148,9 +150,12 @@ Result<NodeConfig> ParseNodeConfig(const std::string& text, const std::string& b
   TROUPE_RETURN_IF_ERROR(Read(root, "cache_budget_bytes", &c.cache_budget_bytes, what));
   TROUPE_RETURN_IF_ERROR(Read(root, "idle_timeout_seconds", &c.idle_timeout_seconds, what));
   TROUPE_RETURN_IF_ERROR(Read(root, "step_timeout_seconds", &c.step_timeout_seconds, what));
+  TROUPE_RETURN_IF_ERROR(Read(root, "kept_session_ttl_seconds", &c.kept_session_ttl_seconds, what));
+  TROUPE_RETURN_IF_ERROR(Read(root, "kept_session_max_length", &c.kept_session_max_length, what));
+  if (c.kept_session_max_length < 1) return Status::InvalidArgument(what + ": kept_session_max_length: must be >= 1");
   TROUPE_RETURN_IF_ERROR(Read(root, "max_batch_sessions", &c.max_batch_sessions, what));
   if (c.max_batch_sessions < 0) return Status::InvalidArgument(what + ": max_batch_sessions: must be >= 0");
-  if (c.idle_timeout_seconds <= 0 || c.step_timeout_seconds <= 0) {
+  if (c.idle_timeout_seconds <= 0 || c.step_timeout_seconds <= 0 || c.kept_session_ttl_seconds <= 0) {
     return Status::InvalidArgument(what + ": timeouts must be positive");
   }
   if (const YAML::Node ep = root["endpoints"]) {
@@ -233,6 +238,10 @@ std::string NodeConfigToYaml(const NodeConfig& c) {
   out << YAML::Key << "cache_budget_bytes" << YAML::Value << c.cache_budget_bytes;
   out << YAML::Key << "idle_timeout_seconds" << YAML::Value << c.idle_timeout_seconds;
   out << YAML::Key << "step_timeout_seconds" << YAML::Value << c.step_timeout_seconds;
+  if (c.head) {
+    out << YAML::Key << "kept_session_ttl_seconds" << YAML::Value << c.kept_session_ttl_seconds;
+    out << YAML::Key << "kept_session_max_length" << YAML::Value << c.kept_session_max_length;
+  }
   if (c.max_batch_sessions > 0) out << YAML::Key << "max_batch_sessions" << YAML::Value << c.max_batch_sessions;
   out << YAML::Key << "endpoints" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "listen" << YAML::Value << c.listen;

@@ -11,6 +11,9 @@
 //   idle_timeout_seconds: 600       # shard: close sessions without steps for this long
 //   max_batch_sessions: 0           # sessions per shard / LM head batch; 0 = no limit
 //   step_timeout_seconds: 120       # head: fail a session that makes no progress
+//   kept_session_ttl_seconds: 300   # head: an idle kept session expires after this long
+//                                   # (keep it below the shards' idle_timeout_seconds)
+//   kept_session_max_length: 2048   # head: positions a kept session reserves unless its job says
 //   endpoints:
 //     listen: tcp://127.0.0.1:0     # node-to-node ROUTER; port 0 = chosen by the OS
 //     advertise: tcp://10.0.0.5:5601  # what peers dial; default: the bound address
@@ -68,6 +71,8 @@ struct NodeConfig {
   double idle_timeout_seconds = 600;
   int max_batch_sessions = 0;
   double step_timeout_seconds = 120;
+  double kept_session_ttl_seconds = 300;
+  int64_t kept_session_max_length = 2048;
   std::string listen = "tcp://127.0.0.1:*";
   std::string advertise;
   std::string job_listen = "tcp://127.0.0.1:*";

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <set>
 #include <vector>
@@ -174,17 +175,26 @@ std::optional<ApiError> ParsePrompt(const json& body, v1::JobSubmit* job) {
   if (!v) return Invalid("prompt", "is required", "missing_required_parameter");
   if (v->is_string()) {
     job->set_prompt(v->get<std::string>());
+  } else if (v->is_array() && !v->empty() && (*v)[0].is_number_integer()) {
+    // Token ids, as OpenAI's API takes them (the head checks the vocabulary).
+    for (const json& id : *v) {
+      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) {
+        return Invalid("prompt", "a list of token ids holds only non-negative integers");
+      }
+      job->add_prompt_tokens(static_cast<int32_t>(id.get<int64_t>()));
+    }
+    return std::nullopt;
   } else if (v->is_array()) {
     if (v->size() != 1 || !(*v)[0].is_string()) {
       return Unsupported("prompt",
-                         "a list is accepted only when it holds exactly one string (batches and token "
-                         "ids are not supported); got a list of " +
+                         "a list is accepted only when it holds exactly one string or only token ids "
+                         "(batches are not supported); got a list of " +
                              std::to_string(v->size()) +
                              (v->empty() ? "" : std::string(" starting with a ") + (*v)[0].type_name()));
     }
     job->set_prompt((*v)[0].get<std::string>());
   } else {
-    return WrongType("prompt", "a string", *v);
+    return WrongType("prompt", "a string or a list of token ids", *v);
   }
   if (job->prompt().empty()) return Invalid("prompt", "must not be empty");
   return std::nullopt;
@@ -365,6 +375,20 @@ std::optional<ApiError> ParseRequest(ApiKind kind, const std::string& body, Pars
     if (n) params.top_logprobs = static_cast<int32_t>(*n);
   }
   out->logprobs = params.top_logprobs >= 0;
+  // Extras: a kept session (the job protocol's session / keep / max_length);
+  // a continuing chat sends only its new messages.
+  if (const json* v = Field(j, "session")) {
+    if (!v->is_string()) return WrongType("session", "a string (the kept session's name)", *v);
+    job.set_session(v->get<std::string>());
+  }
+  bool keep = false;
+  if (auto e = ReadBool(j, "keep", &keep)) return e;
+  if (keep && job.session().empty()) return Invalid("keep", "needs a session name (session)");
+  job.set_keep(keep);
+  std::optional<int64_t> max_length;
+  if (auto e = ReadInt(j, "max_length", 1, 1 << 30, &max_length)) return e;
+  if (max_length && !keep) return Invalid("max_length", "is chosen when a kept session opens (keep: true)");
+  if (max_length) job.set_max_length(static_cast<uint32_t>(*max_length));
   if (Status st = params.Validate(); !st.ok()) return Invalid("", st.message());
   *job.mutable_sampling() = SamplingParamsToProto(params);
   if (!has_seed) job.mutable_sampling()->clear_seed();  // the head derives one per session
@@ -379,17 +403,34 @@ ApiError ErrorFromStatus(const Status& status) {
   e.message = status.message();
   e.type = "server_error";
   e.code = name;
+  // A client's mistake: an error from the head starts with its code name;
+  // the client needs the problem only.
+  auto invalid = [&](int http_status) {
+    e.status = http_status;
+    e.type = "invalid_request_error";
+    const std::string prefix = name + ": ";
+    if (e.message.compare(0, prefix.size(), prefix) == 0) e.message.erase(0, prefix.size());
+  };
   switch (code) {
-    case v1::BAD_REQUEST: {
-      e.status = 400;
-      e.type = "invalid_request_error";
+    case v1::BAD_REQUEST:
+      invalid(400);
       e.code = "invalid_value";
-      // An error from the head: its message starts with its code name; the client needs the problem only.
-      const std::string prefix = name + ": ";
-      if (e.message.compare(0, prefix.size(), prefix) == 0) e.message.erase(0, prefix.size());
       if (e.message.find("context") != std::string::npos) e.code = "context_length_exceeded";
       break;
-    }
+    case v1::UNKNOWN_SESSION:
+    case v1::SESSION_EXISTS:
+      invalid(400);
+      e.param = "session";
+      break;
+    case v1::SESSION_BUSY:  // retry once its running job has ended
+      invalid(409);
+      e.param = "session";
+      break;
+    case v1::SESSION_FULL:
+      invalid(400);
+      e.param = "session";
+      e.code = "context_length_exceeded";
+      break;
     case v1::NO_ROUTE:
     case v1::UNAVAILABLE:
     case v1::CACHE_FULL:
@@ -404,7 +445,8 @@ const char* FinishReasonName(v1::FinishReason reason) { return reason == v1::FIN
 json Usage(const v1::Finish& f) {
   return json{{"prompt_tokens", f.prompt_tokens()},
               {"completion_tokens", f.generated_tokens()},
-              {"total_tokens", f.prompt_tokens() + f.generated_tokens()}};
+              {"total_tokens", f.prompt_tokens() + f.generated_tokens()},
+              {"prompt_tokens_details", {{"cached_tokens", f.cached_tokens()}}}};
 }
 
 namespace {

@@ -28,7 +28,9 @@ Status WireError::ToStatus() const {
     case v1::NO_ROUTE: status_code = StatusCode::kNotFound; break;
     case v1::TIMEOUT: status_code = StatusCode::kDeadlineExceeded; break;
     case v1::CANCELLED: status_code = StatusCode::kCancelled; break;
-    case v1::UNAVAILABLE: status_code = StatusCode::kUnavailable; break;
+    case v1::UNAVAILABLE:
+    case v1::SESSION_BUSY: status_code = StatusCode::kUnavailable; break;
+    case v1::SESSION_FULL: status_code = StatusCode::kResourceExhausted; break;
     case v1::UNAUTHENTICATED: status_code = StatusCode::kIoError; break;
     default: break;
   }

@@ -1,7 +1,7 @@
 // Actions: what the job life cycle (job_lifecycle.h) decides and the
 // scheduler actor carries out — plain data, in the order they are to happen.
 //
-//   Reply          an envelope (JobStatus or Error) to a client
+//   Reply          an envelope (JobStatus, Error, KeptSessionList...) to a client
 //   ToNode         an envelope (SessionOpen or SessionClose) to a shard node
 //   SessionStart   the head's sampler takes over a freshly opened session
 //   SessionMove    the sampler re-keys a session moved to a new route
@@ -52,7 +52,8 @@ struct SessionStart {
   Origin client;                // where Token and Finish go
   uint64_t request_id = 0;      // the client's JobSubmit request id
   bool stream = true;           // send a Token per token
-  std::vector<int32_t> prompt;  // token ids
+  std::vector<int32_t> prompt;  // token ids: the whole context before generating
+  int64_t cached = 0;           // of them, those already in the shards' caches (a kept session's)
   SamplingParams params;
   int64_t max_length = 0;               // cache positions reserved on every shard
   std::vector<v1::RouteHop> route;      // its hops, embedding first
@@ -82,7 +83,8 @@ struct SessionDrop {
   uint64_t session_id = 0;
 };
 
-// The whole prompt as step 0; step.rest_of_route is the route, embedding first.
+// The prompt from its first position not yet cached (0 unless the job
+// continues a kept session); step.rest_of_route is the route, embedding first.
 struct Prefill {
   uint64_t session_id = 0;
   v1::Step step;

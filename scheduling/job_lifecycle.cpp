@@ -56,34 +56,97 @@ uint64_t JobLifecycle::TakeJobId(uint64_t asked) {
 Actions JobLifecycle::Submit(uint64_t job_id, const Origin& client, uint64_t request_id, AdmittedJob admitted,
                              Clock::time_point now) {
   Actions out;
-  Result<std::vector<Span>> spans = registry_.Route(config_.n_layers, now);
-  if (!spans.ok()) {
-    out.push_back(
-        Reply{client, ErrorEnvelope(v1::NO_ROUTE, spans.status().message(), config_.node_id, 0, request_id, job_id)});
-    return out;
-  }
   Job job;
   job.job_id = job_id;
-  job.session_id = ++next_session_;
   job.request_id = request_id;
   job.client = client;
   job.stream = admitted.stream;
-  job.params = std::move(admitted.params);
-  if (!admitted.seed_given) job.params.seed = Mix64(job.session_id);
-  const int64_t n = static_cast<int64_t>(admitted.prompt.size());
-  job.prompt = std::move(admitted.prompt);
-  job.max_length = std::min<int64_t>(config_.max_positions, n + job.params.max_tokens);
+  job.params = admitted.params;
   job.submitted = now;
-  job.route = RouteThrough(config_.node_id, config_.node_endpoint, *spans);
+  const int64_t n = static_cast<int64_t>(admitted.prompt.size());
+  job.max_length = std::min<int64_t>(config_.max_positions, n + job.params.max_tokens);
+  if (!admitted.session.empty()) {
+    std::optional<Job> in_session = InKeptSession(std::move(job), admitted, now, out);
+    if (!in_session) return out;
+    job = std::move(*in_session);
+  } else {
+    job.prompt = std::move(admitted.prompt);
+  }
+  KeptSession* kept = job.kept.empty() ? nullptr : kept_.Find(job.kept);
+  if (kept && kept->bound()) {  // its caches are open: straight to the prefill of what is new
+    job.session_id = kept->session_id;
+    job.route = kept->route;
+    job.cached = kept->cached;
+  } else {
+    Result<std::vector<Span>> spans = registry_.Route(config_.n_layers, now);
+    if (!spans.ok()) {
+      if (kept) kept->running_job = 0;
+      if (kept && admitted.keep) kept_.Remove(kept->name, "never opened: no route");
+      out.push_back(
+          Reply{client, ErrorEnvelope(v1::NO_ROUTE, spans.status().message(), config_.node_id, 0, request_id, job_id)});
+      return out;
+    }
+    job.session_id = ++next_session_;
+    job.route = RouteThrough(config_.node_id, config_.node_endpoint, *spans);
+  }
+  if (!admitted.seed_given) job.params.seed = Mix64(job.session_id);
   out.push_back(Reply{client, JobStatusReply(request_id, job.job_id, v1::JOB_RUNNING, job.session_id)});
 
   const uint64_t sid = job.session_id;
   job_sessions_[job.job_id] = sid;
   Job& stored = jobs_[sid] = std::move(job);
-  OpenOnShards(stored, now, out);
+  if (kept && kept->bound()) {
+    Start(stored, now, out);
+  } else {
+    OpenOnShards(stored, now, out);
+  }
   return out;
 }
 
+std::optional<JobLifecycle::Job> JobLifecycle::InKeptSession(Job job, const AdmittedJob& admitted,
+                                                             Clock::time_point now, Actions& out) {
+  const std::string& name = admitted.session;
+  auto refuse = [&](v1::ErrorCode code, const std::string& text) {
+    out.push_back(Reply{job.client, ErrorEnvelope(code, text, config_.node_id, 0, job.request_id, job.job_id)});
+    return std::nullopt;
+  };
+  KeptSession* s = kept_.Find(name);
+  if (admitted.keep) {
+    if (s) return refuse(v1::SESSION_EXISTS, "kept session '" + name + "' is open already (continue it without keep)");
+    KeptSession fresh;
+    fresh.name = name;
+    fresh.max_length =
+        admitted.max_length > 0 ? admitted.max_length : std::min(config_.max_positions, config_.kept_max_length);
+    fresh.last_used = now;
+    s = &kept_.Add(std::move(fresh));
+  } else if (!s) {
+    return refuse(v1::UNKNOWN_SESSION, kept_.WhyGone(name));
+  } else if (s->running_job != 0) {
+    return refuse(v1::SESSION_BUSY, "kept session '" + name + "' is running job " + std::to_string(s->running_job) +
+                                        " (one job at a time per session)");
+  }
+  std::vector<int32_t> context = s->context;
+  auto prompt = admitted.prompt.begin();
+  // A chat turn begins by closing the previous assistant turn; an answer
+  // that ended with that very token (its eos) has closed it already.
+  if (admitted.chat_continuation && !context.empty() && prompt != admitted.prompt.end() && *prompt == context.back()) {
+    ++prompt;
+  }
+  context.insert(context.end(), prompt, admitted.prompt.end());
+  const int64_t n = static_cast<int64_t>(context.size());
+  if (n >= s->max_length) {
+    const std::string text = "kept session '" + name + "' holds " + std::to_string(s->context.size()) + " of its " +
+                             std::to_string(s->max_length) + " positions; with this prompt the context would be " +
+                             std::to_string(n) + " tokens, leaving no room to answer";
+    if (admitted.keep) kept_.Remove(name, "never opened: its first prompt did not fit");
+    return refuse(v1::SESSION_FULL, text);
+  }
+  job.prompt = std::move(context);
+  job.max_length = s->max_length;
+  job.kept = name;
+  s->running_job = job.job_id;
+  return job;
+}
 // SessionOpen to every shard of the job's route; Opened() goes on.
 void JobLifecycle::OpenOnShards(Job& job, Clock::time_point now, Actions& out) {
   job.attempt = now;
@@ -111,8 +174,15 @@ Actions JobLifecycle::Opened(uint64_t session_id, const std::string& node_id, Cl
     out.push_back(SessionResume{job.session_id});
     return out;
   }
+  Start(job, now, out);
+  return out;
+}
+
+void JobLifecycle::Start(Job& job, Clock::time_point now, Actions& out) {
   job.state = JobState::kRunning;
   job.sampler_holds = true;
+  prefill_.prefilled += job.prompt.size() - static_cast<size_t>(job.cached);
+  prefill_.reused += static_cast<uint64_t>(job.cached);
   SessionStart start;
   start.session_id = job.session_id;
   start.job_id = job.job_id;
@@ -120,21 +190,30 @@ Actions JobLifecycle::Opened(uint64_t session_id, const std::string& node_id, Cl
   start.request_id = job.request_id;
   start.stream = job.stream;
   start.prompt = job.prompt;
+  start.cached = job.cached;
   start.params = job.params;
   start.max_length = job.max_length;
   start.route = job.route;
   start.submitted = job.submitted;
   start.opened = now;
   out.push_back(std::move(start));
-  // The prefill: the whole prompt to the embedding, which chunks it.
-  out.push_back(Prefill{job.session_id, PrefillStep(job.session_id, job.prompt, job.route)});
-  return out;
+  // The prefill: what the caches do not hold yet, to the embedding, which chunks it.
+  out.push_back(Prefill{job.session_id, PrefillStep(job.session_id, job.prompt, job.cached, job.route)});
 }
 
 // ------------------------------------------------------------------ endings
 
 Actions JobLifecycle::Failed(uint64_t session_id, const v1::Error& error, Clock::time_point now) {
   Actions out;
+  if (!jobs_.count(session_id)) {
+    // An idle kept session's cache failed (a shard closed it, idle): next time it opens afresh.
+    if (KeptSession* s = kept_.BoundTo(session_id)) {
+      out.push_back(
+          Log{"kept session '" + s->name + "' lost its cache (" + error.text() + "); its next job prefills again"});
+      UnbindKept(*s, out, error.node_id());
+    }
+    return out;
+  }
   Fail(session_id, error, now, out);
   return out;
 }
@@ -146,9 +225,28 @@ Actions JobLifecycle::SendFailed(uint64_t session_id, v1::ErrorCode code, const 
   return out;
 }
 
-Actions JobLifecycle::Done(uint64_t session_id, Clock::time_point now) {
+Actions JobLifecycle::Done(uint64_t session_id, std::vector<int32_t> tokens, Clock::time_point now) {
   Actions out;
-  Close(session_id, now, out);
+  auto it = jobs_.find(session_id);
+  if (it == jobs_.end()) return out;
+  KeptSession* kept = it->second.kept.empty() ? nullptr : kept_.Find(it->second.kept);
+  if (!kept || tokens.empty()) {
+    Close(session_id, now, out);
+    return out;
+  }
+  // The caches hold every token but the last sampled one, which no step has
+  // carried yet: the next job's prefill starts with it.
+  const Job& job = it->second;
+  kept->context = std::move(tokens);
+  kept->cached = static_cast<int64_t>(kept->context.size()) - 1;
+  kept->session_id = job.session_id;
+  kept->route = job.route;
+  kept->running_job = 0;
+  kept->jobs++;
+  kept->last_used = now;
+  job_sessions_.erase(job.job_id);
+  jobs_.erase(it);
+  DispatchQueued(now, out);
   return out;
 }
 
@@ -209,7 +307,67 @@ void JobLifecycle::End(uint64_t session_id, const v1::Error& error, Clock::time_
   env.mutable_error()->set_session_id(session_id);
   out.push_back(Reply{job.client, std::move(env)});
   if (job.sampler_holds) out.push_back(SessionDrop{session_id});
+  if (KeptSession* kept = job.kept.empty() ? nullptr : kept_.Find(job.kept)) {
+    // The context stays as before the job; the shard session goes (Close below).
+    kept->running_job = 0;
+    kept->last_used = now;
+    if (kept->session_id != session_id) UnbindKept(*kept, out);
+    kept->Unbind();
+    if (kept->jobs == 0) kept_.Remove(kept->name, "ended: its first job failed (" + error.text() + ")");
+  }
   Close(session_id, now, out);
+}
+
+void JobLifecycle::UnbindKept(KeptSession& s, Actions& out, const std::string& skip) {
+  for (const v1::RouteHop& hop : s.route) {
+    if (hop.stage() != v1::STAGE_SHARD || hop.node_id() == skip) continue;
+    out.push_back(ToNode{hop.node_id(), hop.endpoint(), s.session_id, SessionCloseEnvelope(s.session_id)});
+  }
+  s.Unbind();
+}
+
+// ------------------------------------------------------------ kept sessions
+
+Actions JobLifecycle::CloseKept(const Origin& from, uint64_t request_id, const std::string& name,
+                                Clock::time_point now) {
+  Actions out;
+  KeptSession* s = kept_.Find(name);
+  if (!s) {
+    out.push_back(Reply{from, ErrorEnvelope(v1::UNKNOWN_SESSION, kept_.WhyGone(name), config_.node_id, 0, request_id)});
+    return out;
+  }
+  const uint64_t running = SessionOf(s->running_job);
+  if (s->bound() && s->session_id != running) UnbindKept(*s, out);  // a running job's own closes as it ends
+  kept_.Remove(name, "was closed");
+  if (running != 0) End(running, HeadError(v1::CANCELLED, "kept session '" + name + "' was closed", running), now, out);
+  out.push_back(Log{"kept session '" + name + "' closed"});
+  v1::Envelope reply = NewEnvelope(request_id);
+  reply.mutable_kept_session_closed()->set_name(name);
+  out.push_back(Reply{from, std::move(reply)});
+  DispatchQueued(now, out);
+  return out;
+}
+
+Actions JobLifecycle::ListKept(const Origin& from, uint64_t request_id, Clock::time_point now) const {
+  Actions out;
+  v1::Envelope reply = NewEnvelope(request_id);
+  v1::KeptSessionList* list = reply.mutable_kept_session_list();
+  for (const auto& [name, s] : kept_.all()) {
+    v1::KeptSession* k = list->add_sessions();
+    k->set_name(name);
+    k->set_context_tokens(static_cast<uint32_t>(s.context.size()));
+    k->set_max_length(static_cast<uint32_t>(s.max_length));
+    k->set_jobs(s.jobs);
+    k->set_running_job(s.running_job);
+    const double idle = s.running_job ? 0.0 : std::chrono::duration<double>(now - s.last_used).count();
+    k->set_idle_seconds(idle);
+    k->set_expires_in_seconds(std::max(0.0, std::chrono::duration<double>(config_.kept_ttl).count() - idle));
+    for (const v1::RouteHop& hop : s.route) {
+      if (hop.stage() == v1::STAGE_SHARD) k->add_route(hop.node_id());
+    }
+  }
+  out.push_back(Reply{from, std::move(reply)});
+  return out;
 }
 
 // Closes the session on every shard of its route and forgets the job.
@@ -320,6 +478,15 @@ void JobLifecycle::Down(const std::string& node, const std::string& how, Clock::
     }
   }
   for (uint64_t sid : hit) Reroute(sid, node, how, now, out);
+  for (auto& [name, s] : kept_.all()) {
+    if (s.running_job != 0 || !s.bound()) continue;
+    for (const v1::RouteHop& hop : s.route) {
+      if (hop.node_id() == node) {
+        UnbindKept(s, out, node);
+        break;
+      }
+    }
+  }
 }
 
 // Node `dead` on the route of session `sid` is gone: the job goes on over a
@@ -381,6 +548,16 @@ Actions JobLifecycle::Tick(Clock::time_point now) {
             "waited " + std::to_string(Seconds(config_.queue_timeout)) + " s for KV cache that other sessions hold",
             sid),
         now, out);
+  }
+  std::vector<std::string> idle;
+  for (const auto& [name, s] : kept_.all()) {
+    if (s.running_job == 0 && now - s.last_used > config_.kept_ttl) idle.push_back(name);
+  }
+  for (const std::string& name : idle) {
+    const std::string why = "expired after " + std::to_string(Seconds(config_.kept_ttl)) + " s idle";
+    UnbindKept(*kept_.Find(name), out);
+    kept_.Remove(name, why);
+    out.push_back(Log{"kept session '" + name + "' " + why});
   }
   DispatchQueued(now, out);
   return out;

@@ -59,6 +59,23 @@
 //   gets Mix64(its first session id). A session reserves
 //   min(max_positions, prompt + max_tokens) cache positions.
 //
+// Kept sessions (kept_sessions.h): a job with `keep` opens a named session
+// like any job and, when it ends well, leaves its shard session open and its
+// tokens (prompt + answer) in the session's context instead of closing. A job
+// that continues the session appends its prompt to that context: while the
+// session is bound it runs on the same shard session at once (no
+// SessionOpen; kRunning; the prefill starts at the first uncached position),
+// else it opens a fresh one and prefills the whole context. Either way the
+// sampler holds the whole context, so a reroute replays it exactly as it
+// replays a single job. A job in a session that fails (or is cancelled)
+// leaves the context as it was before the job and the session unbound (its
+// shard sessions closed: what the failed job left in them is not the
+// context). One job at a time per session (SESSION_BUSY); a context that
+// would not leave room for one new token is refused (SESSION_FULL). A session
+// idle for `kept_ttl` expires; ClosedKept closes one at once (cancelling its
+// job). A node lost closes what bound sessions held on the survivors and
+// unbinds them. Clients leaving do not end kept sessions.
+//
 // Thread-safety: none (the scheduler actor's own). The registry is owned here.
 #pragma once
 
@@ -75,6 +92,7 @@
 #include "pipeline/sampling/sampling_params.h"
 #include "scheduling/actions.h"
 #include "scheduling/admission.h"
+#include "scheduling/kept_sessions.h"
 #include "scheduling/registry.h"
 
 namespace troupe::scheduling {
@@ -103,6 +121,14 @@ struct LifecycleConfig {
   int max_reroutes = 4;
   std::chrono::milliseconds queue_timeout = std::chrono::minutes(10);
   std::chrono::milliseconds queue_notice = std::chrono::seconds(10);
+  std::chrono::milliseconds kept_ttl = std::chrono::minutes(5);  // idle kept sessions expire
+  int64_t kept_max_length = 2048;                                // a kept session's positions when its job names none
+};
+
+// What the head counts of prompts: tokens prefilled vs reused from a cache.
+struct PrefillCounts {
+  uint64_t prefilled = 0;  // prompt tokens sent through the ring
+  uint64_t reused = 0;     // prompt tokens a kept session's cache already held
 };
 
 class JobLifecycle {
@@ -136,8 +162,17 @@ class JobLifecycle {
   // the job fails with `code` and `text`, reported by the head.
   Actions SendFailed(uint64_t session_id, v1::ErrorCode code, const std::string& text, Clock::time_point now);
 
-  // The sampler finished the session (Finish already sent): close it -> kFinished.
-  Actions Done(uint64_t session_id, Clock::time_point now);
+  // The sampler finished the session (Finish already sent); `tokens` are its
+  // prompt and answer. Closes it (a kept session's job: keeps it, `tokens`
+  // becoming the session's context) -> kFinished.
+  Actions Done(uint64_t session_id, std::vector<int32_t> tokens, Clock::time_point now);
+
+  // A client closes kept session `name`: KeptSessionClosed to `from` (its
+  // running job ends CANCELLED), or UNKNOWN_SESSION saying why not.
+  Actions CloseKept(const Origin& from, uint64_t request_id, const std::string& name, Clock::time_point now);
+
+  // KeptSessionList of the live kept sessions to `from`.
+  Actions ListKept(const Origin& from, uint64_t request_id, Clock::time_point now) const;
 
   // A client cancels job `job_id`: CANCELLED to the job's client, or
   // UNKNOWN_JOB to `from` when there is no such job.
@@ -169,6 +204,8 @@ class JobLifecycle {
   size_t size() const { return jobs_.size(); }
   // Jobs that ever had to wait for cache.
   uint64_t jobs_queued_total() const { return jobs_queued_total_; }
+  const KeptSessions& kept() const { return kept_; }
+  const PrefillCounts& prefill_counts() const { return prefill_; }
 
  private:
   struct Job {
@@ -189,9 +226,17 @@ class JobLifecycle {
     Clock::time_point attempt;                      // when this round of SessionOpen began
     std::optional<Clock::time_point> queued_since;  // first refusal for want of cache
     std::optional<Clock::time_point> noticed;       // last JOB_QUEUED sent
+    std::string kept;                               // the kept session it runs in, empty for none
+    int64_t cached = 0;                             // prompt positions its shard session holds already
   };
 
   void OpenOnShards(Job& job, Clock::time_point now, Actions& out);
+  // Starts `job` (just opened, or continuing a bound kept session): SessionStart, Prefill.
+  void Start(Job& job, Clock::time_point now, Actions& out);
+  // A job in kept session `admitted.session`: refused, or the Job to run.
+  std::optional<Job> InKeptSession(Job job, const AdmittedJob& admitted, Clock::time_point now, Actions& out);
+  // Closes the shard session of kept session `s` on its route (but `skip`) and unbinds it.
+  void UnbindKept(KeptSession& s, Actions& out, const std::string& skip = "");
   void CloseOnShards(const Job& job, Actions& out, const std::string& skip = "") const;
   void Fail(uint64_t session_id, const v1::Error& error, Clock::time_point now, Actions& out);
   void End(uint64_t session_id, const v1::Error& error, Clock::time_point now, Actions& out);
@@ -215,6 +260,8 @@ class JobLifecycle {
   uint64_t next_job_ = 0;
   uint64_t next_session_ = 0;
   uint64_t jobs_queued_total_ = 0;
+  KeptSessions kept_;
+  PrefillCounts prefill_;
 };
 
 }  // namespace troupe::scheduling

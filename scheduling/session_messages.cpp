@@ -43,12 +43,13 @@ v1::Envelope SessionCloseEnvelope(uint64_t session_id) {
   return env;
 }
 
-v1::Step PrefillStep(uint64_t session_id, const std::vector<int32_t>& prompt, const std::vector<v1::RouteHop>& route) {
+v1::Step PrefillStep(uint64_t session_id, const std::vector<int32_t>& prompt, int64_t from,
+                     const std::vector<v1::RouteHop>& route) {
   v1::Step step;
   step.set_session_id(session_id);
-  step.set_first_position(0);
-  step.set_token_count(static_cast<uint32_t>(prompt.size()));
-  for (int32_t id : prompt) step.add_token_ids(id);
+  step.set_first_position(static_cast<uint32_t>(from));
+  step.set_token_count(static_cast<uint32_t>(static_cast<int64_t>(prompt.size()) - from));
+  for (size_t i = static_cast<size_t>(from); i < prompt.size(); ++i) step.add_token_ids(prompt[i]);
   for (const v1::RouteHop& h : route) *step.add_rest_of_route() = h;
   return step;
 }

@@ -25,7 +25,10 @@ std::vector<v1::RouteHop> RouteThrough(const std::string& head, const std::strin
 v1::Envelope SessionOpenEnvelope(uint64_t session_id, int64_t max_length, const std::string& fingerprint);
 v1::Envelope SessionCloseEnvelope(uint64_t session_id);
 
-// Step 0 of a session: the whole prompt, to go round `route` (the embedding chunks it).
-v1::Step PrefillStep(uint64_t session_id, const std::vector<int32_t>& prompt, const std::vector<v1::RouteHop>& route);
+// The prefill of a session: prompt[from, end) at positions [from, end), to go
+// round `route` (the embedding chunks it). `from` is 0 but where the shards'
+// caches already hold the prompt's first tokens (a kept session).
+v1::Step PrefillStep(uint64_t session_id, const std::vector<int32_t>& prompt, int64_t from,
+                     const std::vector<v1::RouteHop>& route);
 
 }  // namespace troupe::scheduling

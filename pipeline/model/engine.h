@@ -26,7 +26,8 @@ class Decoder;
 class LmHead;
 
 struct GenerateStats {
-  int64_t prompt_tokens = 0;
+  int64_t prompt_tokens = 0;     // the whole context before generating
+  int64_t cached_tokens = 0;     // of them, reused from a cache rather than prefilled
   int64_t generated_tokens = 0;  // tokens of the answer (an eos token is not counted)
   int64_t decode_steps = 0;      // forward passes after the prefill
   double prefill_seconds = 0;    // prompt through the model to the first logits

@@ -33,6 +33,13 @@ TEST(OpenAiApi, CompletionDefaultsFollowOpenAi) {
   EXPECT_FALSE(r.stream);
 }
 
+TEST(OpenAiApi, ACompletionPromptMayBeTokenIds) {
+  ParsedRequest r = MustParse(ApiKind::kCompletion, {{"prompt", json::array({5, 0, 17})}});
+  EXPECT_EQ(std::vector<int32_t>(r.job.prompt_tokens().begin(), r.job.prompt_tokens().end()),
+            (std::vector<int32_t>{5, 0, 17}));
+  EXPECT_TRUE(r.job.prompt().empty());
+}
+
 TEST(OpenAiApi, CompletionFieldsAndExtras) {
   ParsedRequest r = MustParse(ApiKind::kCompletion, {{"prompt", json::array({"x"})},
                                                      {"max_tokens", 7},
@@ -95,7 +102,9 @@ TEST(OpenAiApi, RefusalsNameTheField) {
   EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "stop": ["a", 1]})").param, "stop");
   EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "stop": ""})").param, "stop");
   EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": ["a", "b"]})").param, "prompt");
-  EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": [1, 2]})").param, "prompt");
+  EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": [[1, 2], [3]]})").param, "prompt");
+  EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": [1, -2]})").param, "prompt");
+  EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": [1, "a"]})").param, "prompt");
   EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": ""})").param, "prompt");
   EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "echo": true})").code, "unsupported_parameter");
   EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "stream_options": {}})").param, "stream_options");

@@ -101,6 +101,7 @@ inline std::vector<v1::Envelope> SampleEnvelopes() {
     m->set_decode_steps(63);
     m->set_decode_seconds(3.0);
     m->set_peak_rss_mb(512.5);
+    m->set_cached_tokens(12);
   }
   FillError(next().mutable_error());
   {
@@ -115,7 +116,11 @@ inline std::vector<v1::Envelope> SampleEnvelopes() {
     c->set_content("Hi! How can I help?");
     m->set_system("You are terse.");
     FillSampling(m->mutable_sampling());
-    m->set_session_id(42);
+    m->set_session("chat-42");
+    m->set_keep(true);
+    m->set_max_length(1024);
+    m->add_prompt_tokens(1);
+    m->add_prompt_tokens(9906);
     m->set_stream(true);
   }
   {
@@ -157,6 +162,20 @@ inline std::vector<v1::Envelope> SampleEnvelopes() {
     (*m->mutable_gauges())["load"] = 0.75;
   }
   next().mutable_metrics_query();
+  next().mutable_kept_session_close()->set_name("chat-42");
+  next().mutable_kept_session_query();
+  {
+    v1::KeptSession* k = next().mutable_kept_session_list()->add_sessions();
+    k->set_name("chat-42");
+    k->set_context_tokens(300);
+    k->set_max_length(1024);
+    k->set_jobs(3);
+    k->set_running_job(9);
+    k->set_idle_seconds(0);
+    k->set_expires_in_seconds(300);
+    k->add_route("shard-0");
+  }
+  next().mutable_kept_session_closed()->set_name("chat-42");
   return out;
 }
 

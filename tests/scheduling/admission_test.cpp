@@ -25,14 +25,14 @@ v1::JobSubmit Submit(const std::string& prompt) {
 TEST(AdmissionTest, AdmitsAPrompt) {
   v1::JobSubmit s = Submit("abc");
   s.set_stream(true);
-  WireResult<AdmittedJob> job = Admit(s, ByteTokens, 16);
+  WireResult<AdmittedJob> job = Admit(s, ByteTokens, {16, 256});
   ASSERT_TRUE(job.ok()) << job.error().text;
   EXPECT_EQ(job->prompt, (std::vector<int32_t>{'a', 'b', 'c'}));
   EXPECT_EQ(job->params.max_tokens, 4);
   EXPECT_FALSE(job->seed_given);
   EXPECT_TRUE(job->stream);
   s.mutable_sampling()->set_seed(3);
-  job = Admit(s, ByteTokens, 16);
+  job = Admit(s, ByteTokens, {16, 256});
   ASSERT_TRUE(job.ok());
   EXPECT_TRUE(job->seed_given);
   EXPECT_EQ(job->params.seed, 3u);
@@ -49,20 +49,69 @@ TEST(AdmissionTest, AdmitsAChatAsAConversation) {
     seen = r.chat && r.system == "be brief" && r.messages.size() == 1 && r.messages[0].role == "user";
     return ByteTokens(r);
   };
-  ASSERT_TRUE(Admit(s, tokenize, 16).ok());
+  ASSERT_TRUE(Admit(s, tokenize, {16, 256}).ok());
   EXPECT_TRUE(seen);
+}
+
+TEST(AdmissionTest, TokenIdsAndKeptSessions) {
+  v1::JobSubmit s = Submit("");
+  s.add_prompt_tokens(7);
+  s.add_prompt_tokens(0);
+  WireResult<AdmittedJob> job = Admit(s, ByteTokens, {16, 256});
+  ASSERT_TRUE(job.ok()) << job.error().text;
+  EXPECT_EQ(job->prompt, (std::vector<int32_t>{7, 0}));
+
+  v1::JobSubmit open = Submit("hi");
+  open.set_session("chat-1");
+  open.set_keep(true);
+  open.set_max_length(12);
+  job = Admit(open, ByteTokens, {16, 256});
+  ASSERT_TRUE(job.ok()) << job.error().text;
+  EXPECT_EQ(job->session, "chat-1");
+  EXPECT_TRUE(job->keep);
+  EXPECT_EQ(job->max_length, 12);
+
+  // A continuing chat turn is tokenized as a continuation.
+  v1::JobSubmit next = Submit("");
+  next.set_session("chat-1");
+  next.add_chat()->set_role("user");
+  bool continuation = false;
+  auto tokenize = [&](const PromptRequest& r) {
+    continuation = r.continuation;
+    return Result<std::vector<int32_t>>(std::vector<int32_t>{1, 2});
+  };
+  job = Admit(next, tokenize, {16, 256});
+  ASSERT_TRUE(job.ok()) << job.error().text;
+  EXPECT_TRUE(continuation);
+  EXPECT_TRUE(job->chat_continuation);
 }
 
 TEST(AdmissionTest, RefusesWhatCannotRun) {
   auto refusal = [](const v1::JobSubmit& s, int64_t max_positions = 16) {
-    WireResult<AdmittedJob> r = Admit(s, ByteTokens, max_positions);
+    WireResult<AdmittedJob> r = Admit(s, ByteTokens, {max_positions, 256});
     EXPECT_FALSE(r.ok());
     return r.ok() ? WireError{} : r.error();
   };
-  v1::JobSubmit session = Submit("abc");
-  session.set_session_id(3);
-  EXPECT_EQ(refusal(session).code, v1::BAD_REQUEST);
-  EXPECT_NE(refusal(session).text.find("continuing a session"), std::string::npos);
+  v1::JobSubmit keep = Submit("abc");
+  keep.set_keep(true);
+  EXPECT_EQ(refusal(keep).text, "keep needs a session name");
+  v1::JobSubmit name = Submit("abc");
+  name.set_session("two words");
+  EXPECT_EQ(refusal(name).text, "kept session names are printable ASCII without spaces");
+  v1::JobSubmit length = Submit("abc");
+  length.set_session("s");
+  length.set_max_length(8);
+  EXPECT_EQ(refusal(length).text, "max_length is chosen when a kept session opens (with keep)");
+  length.set_keep(true);
+  length.set_max_length(17);
+  EXPECT_EQ(refusal(length).text, "max_length 17 is above the model's context (16)");
+
+  v1::JobSubmit ids = Submit("");
+  ids.add_prompt_tokens(5);
+  ids.add_prompt_tokens(256);
+  EXPECT_EQ(refusal(ids).text, "prompt token 1 is 256, not in the vocabulary [0, 256)");
+  ids.set_prompt("abc");
+  EXPECT_EQ(refusal(ids).text, "a job has one of a prompt, chat messages or prompt token ids");
 
   v1::JobSubmit params = Submit("abc");
   params.mutable_sampling()->set_max_tokens(0);
@@ -70,7 +119,7 @@ TEST(AdmissionTest, RefusesWhatCannotRun) {
 
   v1::JobSubmit both = Submit("abc");
   both.add_chat()->set_role("user");
-  EXPECT_EQ(refusal(both).text, "a job has either a prompt or chat messages");
+  EXPECT_EQ(refusal(both).text, "a job has one of a prompt, chat messages or prompt token ids");
 
   v1::JobSubmit role = Submit("");
   role.add_chat()->set_role("user");
@@ -83,7 +132,7 @@ TEST(AdmissionTest, RefusesWhatCannotRun) {
   const WireError long_prompt = refusal(Submit("0123456789"), 10);
   EXPECT_EQ(long_prompt.code, v1::BAD_REQUEST);
   EXPECT_EQ(long_prompt.text, "the prompt has 10 tokens; the model's context is 10");
-  EXPECT_TRUE(Admit(Submit("012345678"), ByteTokens, 10).ok());
+  EXPECT_TRUE(Admit(Submit("012345678"), ByteTokens, {10, 256}).ok());
 }
 
 }  // namespace
