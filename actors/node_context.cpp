@@ -28,6 +28,7 @@ v1::MetricsSnapshot NodeMetrics(const NodeContext& ctx) {
   const NodeCounters& c = ctx.counters;
   auto& g = *m.mutable_gauges();
   g["cache_bytes_in_use"] = static_cast<double>(c.cache_bytes_in_use.load());
+  g["cache_bytes_parked"] = static_cast<double>(c.cache_bytes_parked.load());
   g["cache_budget_bytes"] = ctx.config.shard ? static_cast<double>(ctx.config.cache_budget_bytes) : 0.0;
   g["sessions_open"] = static_cast<double>(c.sessions_open.load());
   g["kept_sessions"] = static_cast<double>(c.kept_sessions.load());
@@ -43,6 +44,8 @@ v1::MetricsSnapshot NodeMetrics(const NodeContext& ctx) {
   n["jobs_queued_total"] = c.jobs_queued_total.load();
   n["prompt_tokens_prefilled_total"] = c.prompt_tokens_prefilled_total.load();
   n["prompt_tokens_reused_total"] = c.prompt_tokens_reused_total.load();
+  n["sessions_evicted_total"] = c.sessions_evicted_total.load();
+  n["prefix_positions_copied_total"] = c.prefix_positions_copied_total.load();
   n["send_errors_total"] = c.send_errors_total.load();
   n["compute_microseconds_total"] = c.compute_ns.load() / 1000;
   ctx.rejects.AppendTo(&m);

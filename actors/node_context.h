@@ -38,14 +38,17 @@ struct NodeCounters {
   std::atomic<uint64_t> batches_total{0};     // shard / LM head batches
   std::atomic<uint64_t> batch_rows_total{0};  // rows over all batches
   std::atomic<uint64_t> max_batch_sessions{0};
-  std::atomic<uint64_t> cache_bytes_in_use{0};
-  std::atomic<uint64_t> sessions_open{0};  // shard sessions / scheduler jobs
+  std::atomic<uint64_t> cache_bytes_in_use{0};  // live sessions' caches
+  std::atomic<uint64_t> cache_bytes_parked{0};  // parked caches (prefix reuse), evictable
+  std::atomic<uint64_t> sessions_open{0};       // shard sessions / scheduler jobs
   std::atomic<uint64_t> sessions_opened_total{0};
   std::atomic<uint64_t> sessions_closed_total{0};
   std::atomic<uint64_t> cache_full_total{0};
   std::atomic<uint64_t> sessions_resumed_total{0};         // sessions replayed on a new route after a node died
   std::atomic<uint64_t> jobs_queued_total{0};              // jobs that had to wait for KV cache
   std::atomic<uint64_t> kept_sessions{0};                  // head: live kept sessions
+  std::atomic<uint64_t> sessions_evicted_total{0};         // shard: parked caches evicted to make room
+  std::atomic<uint64_t> prefix_positions_copied_total{0};  // shard: cache positions copied for prefix reuse
   std::atomic<uint64_t> prompt_tokens_prefilled_total{0};  // head: prompt tokens sent through the ring
   std::atomic<uint64_t> prompt_tokens_reused_total{0};     // head: prompt tokens a cache held already
   std::atomic<uint64_t> send_errors_total{0};
@@ -93,7 +96,7 @@ struct NodeContext {
 };
 
 // This node's MetricsSnapshot: node_id, time, the counters above (gauges for
-// cache_bytes_in_use, cache_budget_bytes and sessions_open) and the reject counters.
+// cache_bytes_in_use, cache_bytes_parked, cache_budget_bytes, sessions_open, kept_sessions) and the reject counters.
 v1::MetricsSnapshot NodeMetrics(const NodeContext& ctx);
 
 // Hands a decoded message from `from` to the local actor it is for: a Step

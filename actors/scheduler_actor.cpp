@@ -32,6 +32,7 @@ sched::LifecycleConfig LifecycleConfigOf(const NodeContext& ctx) {
   c.first_session_id = static_cast<uint64_t>(std::random_device{}() & 0xffffff) << 32;
   c.kept_ttl = std::chrono::milliseconds(static_cast<int64_t>(ctx.config.kept_session_ttl_seconds * 1000));
   c.kept_max_length = ctx.config.kept_session_max_length;
+  c.prefix_reuse = ctx.config.prefix_reuse;
   return c;
 }
 
@@ -97,7 +98,8 @@ class SchedulerActor : public StageActor {
         return Execute(jobs_.CloseKept(from, env.request_id(), env.kept_session_close().name(), now));
       case v1::Envelope::kKeptSessionQuery: return Execute(jobs_.ListKept(from, env.request_id(), now));
       case v1::Envelope::kSessionOpened:
-        return Execute(jobs_.Opened(env.session_opened().session_id(), env.session_opened().node_id(), now));
+        return Execute(jobs_.Opened(env.session_opened().session_id(), env.session_opened().node_id(),
+                                    env.session_opened().copied(), now));
       case v1::Envelope::kError:
         if (env.error().has_session_id()) Execute(jobs_.Failed(env.error().session_id(), env.error(), now));
         return;

@@ -25,6 +25,8 @@ struct ShardSession {
   std::unique_ptr<KvCache> cache;
   Origin opener;  // the scheduler: errors about this session go there
   Clock::time_point last_used;
+  bool parked = false;   // closed with park: no steps, a prefix others may copy, evictable
+  bool stepped = false;  // has run a step (before that, a first step may rewind a copied prefix)
 };
 
 class ShardActor : public StageActor {
@@ -55,6 +57,7 @@ class ShardActor : public StageActor {
     sessions_.clear();
     pending_.clear();
     ctx_->counters.cache_bytes_in_use = 0;
+    ctx_->counters.cache_bytes_parked = 0;
     ctx_->counters.sessions_open = 0;
   }
 
@@ -65,7 +68,9 @@ class ShardActor : public StageActor {
     v1::Envelope& env = m.envelope;
     switch (env.body_case()) {
       case v1::Envelope::kSessionOpen: return Open(m.from, env);
-      case v1::Envelope::kSessionClose: return Close(env.session_close().session_id());
+      case v1::Envelope::kSessionClose:
+        if (env.session_close().park()) return Park(env.session_close().session_id());
+        return Close(env.session_close().session_id());
       case v1::Envelope::kMetricsQuery: {
         v1::Envelope reply = NewEnvelope(env.request_id());
         *reply.mutable_metrics_snapshot() = NodeMetrics(*ctx_);
@@ -97,6 +102,7 @@ class ShardActor : public StageActor {
     }
     const size_t bytes = decoder_->cache_shape().BytesFor(o.max_length());
     const uint64_t budget = ctx_->config.cache_budget_bytes;
+    if (in_use_ + bytes > budget && bytes <= budget) EvictParked(bytes, o.copy_from());
     if (in_use_ + bytes > budget) {
       return refuse(v1::CACHE_FULL,
                     "shard '" + ctx_->node_id + "' (layers " + std::to_string(decoder_->begin_layer()) + "-" +
@@ -113,6 +119,14 @@ class ShardActor : public StageActor {
       return refuse(v1::CACHE_FULL, "shard '" + ctx_->node_id + "' could not allocate its KV cache: " + e.what());
     }
     if (!cache.ok()) return refuse(WireCodeOf(cache.status()), cache.status().ToString());
+    // Prefix reuse: start from another session's positions when this shard still holds them.
+    uint32_t copied = 0;
+    auto source = o.copy_length() > 0 ? sessions_.find(o.copy_from()) : sessions_.end();
+    if (source != sessions_.end() && (*cache)->CopyPrefix(*source->second.cache, o.copy_length()).ok()) {
+      copied = o.copy_length();
+      source->second.last_used = Clock::now();
+      ctx_->counters.prefix_positions_copied_total += copied;
+    }
     in_use_ += (*cache)->bytes();
     sessions_[id] = ShardSession{std::move(*cache), from, Clock::now()};
     PublishGauges();
@@ -121,13 +135,56 @@ class ShardActor : public StageActor {
     v1::SessionOpened* opened = reply.mutable_session_opened();
     opened->set_session_id(id);
     opened->set_node_id(ctx_->node_id);
+    opened->set_copied(copied);
     Sent(sender_.Reply(from, std::move(reply)));
+  }
+
+  // Evicts parked caches, least recently used first, until `bytes` more fit
+  // the budget; `keep` (the prefix a new session wants) goes last. Each
+  // eviction is reported to the session's opener (CANCELLED).
+  void EvictParked(size_t bytes, uint64_t keep) {
+    const uint64_t budget = ctx_->config.cache_budget_bytes;
+    while (in_use_ + bytes > budget) {
+      auto victim = sessions_.end();
+      for (auto it = sessions_.begin(); it != sessions_.end(); ++it) {
+        if (!it->second.parked) continue;
+        if (victim == sessions_.end()) {
+          victim = it;
+          continue;
+        }
+        const bool it_kept = it->first == keep, victim_kept = victim->first == keep;
+        if ((victim_kept && !it_kept) || (it_kept == victim_kept && it->second.last_used < victim->second.last_used)) {
+          victim = it;
+        }
+      }
+      if (victim == sessions_.end()) return;
+      const uint64_t id = victim->first;
+      Fail(id, v1::CANCELLED,
+           "shard '" + ctx_->node_id + "' evicted the parked cache of session " + std::to_string(id) + " to make room");
+      ctx_->counters.sessions_evicted_total++;
+      Close(id);
+    }
+  }
+
+  // The session ends, but its cache stays for others to copy from, until evicted.
+  void Park(uint64_t id) {
+    auto it = sessions_.find(id);
+    if (it == sessions_.end() || it->second.parked) return;
+    it->second.parked = true;
+    it->second.last_used = Clock::now();
+    parked_ += it->second.cache->bytes();
+    ++parked_sessions_;
+    PublishGauges();
   }
 
   void Close(uint64_t id) {
     auto it = sessions_.find(id);
     if (it == sessions_.end()) return;
     in_use_ -= it->second.cache->bytes();
+    if (it->second.parked) {
+      parked_ -= it->second.cache->bytes();
+      --parked_sessions_;
+    }
     sessions_.erase(it);
     ctx_->counters.sessions_closed_total++;
     PublishGauges();
@@ -148,9 +205,12 @@ class ShardActor : public StageActor {
     }
   }
 
+  // In use: the caches of live sessions; parked ones are counted apart
+  // (both count against the budget).
   void PublishGauges() {
-    ctx_->counters.cache_bytes_in_use = in_use_;
-    ctx_->counters.sessions_open = sessions_.size();
+    ctx_->counters.cache_bytes_in_use = in_use_ - parked_;
+    ctx_->counters.cache_bytes_parked = parked_;
+    ctx_->counters.sessions_open = sessions_.size() - parked_sessions_;
   }
 
   // Tells the head this shard exists (and refreshes its registry entry).
@@ -190,7 +250,8 @@ class ShardActor : public StageActor {
                     "step of session " + std::to_string(s.session_id()) + " needs hidden states [" +
                         std::to_string(s.token_count()) + ", " + std::to_string(hidden) + "] f32");
     }
-    if (!sessions_.count(s.session_id())) {
+    auto session = sessions_.find(s.session_id());
+    if (session == sessions_.end() || session->second.parked) {
       return Refuse(m, v1::UNKNOWN_SESSION,
                     "shard '" + ctx_->node_id + "' has no session " + std::to_string(s.session_id()));
     }
@@ -234,11 +295,14 @@ class ShardActor : public StageActor {
         continue;
       }
       auto it = sessions_.find(id);
-      if (it == sessions_.end()) {  // closed while the step waited
+      if (it == sessions_.end() || it->second.parked) {  // closed while the step waited
         Refuse(m, v1::UNKNOWN_SESSION, "shard '" + ctx_->node_id + "' has no session " + std::to_string(id));
         continue;
       }
       KvCache& cache = *it->second.cache;
+      // A copied prefix longer than what the scheduler reuses (another shard
+      // of the route copied less): the first step rewinds to where it starts.
+      if (!it->second.stepped && m.step.first_position() < cache.length()) cache.Truncate(m.step.first_position());
       if (m.step.first_position() != cache.length()) {
         Refuse(m, v1::BAD_REQUEST,
                "step of session " + std::to_string(id) + " starts at position " +
@@ -251,6 +315,7 @@ class ShardActor : public StageActor {
         continue;
       }
       it->second.last_used = Clock::now();
+      it->second.stepped = true;
       in_batch.insert(id);
       rows.push_back(SessionRows{&cache, t});
       n_rows += t;
@@ -318,7 +383,9 @@ class ShardActor : public StageActor {
 
   std::shared_ptr<Decoder> decoder_;
   std::map<uint64_t, ShardSession> sessions_;
-  uint64_t in_use_ = 0;  // bytes of all sessions' caches
+  uint64_t in_use_ = 0;  // bytes of all sessions' caches, parked ones included
+  uint64_t parked_ = 0;  // bytes of parked caches
+  size_t parked_sessions_ = 0;
   std::deque<StepMessage> pending_;
   bool flush_scheduled_ = false;
 };

@@ -49,6 +49,9 @@ void RegisterCluster(CLI::App& app) {
                  "Seconds an idle kept session lives on (troupe submit --session NAME --keep)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  up->add_flag(
+      "--no-prefix-reuse", [o](int64_t) { o->prefix_reuse = false; },
+      "Close finished jobs' caches instead of parking them for jobs with the same prompt start");
   up->add_option("--ready-timeout", o->ready_timeout_seconds, "Seconds to wait for the ring")->capture_default_str();
   up->callback([o, model, budget_mb] {
     cluster::ClusterOptions options = *o;

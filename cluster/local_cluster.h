@@ -56,6 +56,7 @@ struct ClusterOptions {
   uint64_t cache_budget_bytes = uint64_t{512} << 20;  // per shard node
   int max_batch_sessions = 0;
   double kept_session_ttl_seconds = 300;  // the head's; see node_config.h
+  bool prefix_reuse = true;               // the head's; see node_config.h
   double ready_timeout_seconds = 180;
   std::string troupe_binary;  // this executable
 };

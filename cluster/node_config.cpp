@@ -63,6 +63,7 @@ const std::set<std::string> kTopKeys = {"id",
                                         "step_timeout_seconds",
                                         "kept_session_ttl_seconds",
                                         "kept_session_max_length",
+                                        "prefix_reuse",
                                         "max_batch_sessions",
                                         "endpoints",
                                         "security",
@@ -152,6 +153,7 @@ Result<NodeConfig> ParseNodeConfig(const std::string& text, const std::string& b
   TROUPE_RETURN_IF_ERROR(Read(root, "step_timeout_seconds", &c.step_timeout_seconds, what));
   TROUPE_RETURN_IF_ERROR(Read(root, "kept_session_ttl_seconds", &c.kept_session_ttl_seconds, what));
   TROUPE_RETURN_IF_ERROR(Read(root, "kept_session_max_length", &c.kept_session_max_length, what));
+  TROUPE_RETURN_IF_ERROR(Read(root, "prefix_reuse", &c.prefix_reuse, what));
   if (c.kept_session_max_length < 1) return Status::InvalidArgument(what + ": kept_session_max_length: must be >= 1");
   TROUPE_RETURN_IF_ERROR(Read(root, "max_batch_sessions", &c.max_batch_sessions, what));
   if (c.max_batch_sessions < 0) return Status::InvalidArgument(what + ": max_batch_sessions: must be >= 0");
@@ -241,6 +243,7 @@ std::string NodeConfigToYaml(const NodeConfig& c) {
   if (c.head) {
     out << YAML::Key << "kept_session_ttl_seconds" << YAML::Value << c.kept_session_ttl_seconds;
     out << YAML::Key << "kept_session_max_length" << YAML::Value << c.kept_session_max_length;
+    out << YAML::Key << "prefix_reuse" << YAML::Value << c.prefix_reuse;
   }
   if (c.max_batch_sessions > 0) out << YAML::Key << "max_batch_sessions" << YAML::Value << c.max_batch_sessions;
   out << YAML::Key << "endpoints" << YAML::Value << YAML::BeginMap;

@@ -14,6 +14,8 @@
 //   kept_session_ttl_seconds: 300   # head: an idle kept session expires after this long
 //                                   # (keep it below the shards' idle_timeout_seconds)
 //   kept_session_max_length: 2048   # head: positions a kept session reserves unless its job says
+//   prefix_reuse: true              # head: park finished jobs' caches on the shards; a job
+//                                   # whose prompt starts the same copies them (evicted LRU)
 //   endpoints:
 //     listen: tcp://127.0.0.1:0     # node-to-node ROUTER; port 0 = chosen by the OS
 //     advertise: tcp://10.0.0.5:5601  # what peers dial; default: the bound address
@@ -73,6 +75,7 @@ struct NodeConfig {
   double step_timeout_seconds = 120;
   double kept_session_ttl_seconds = 300;
   int64_t kept_session_max_length = 2048;
+  bool prefix_reuse = true;
   std::string listen = "tcp://127.0.0.1:*";
   std::string advertise;
   std::string job_listen = "tcp://127.0.0.1:*";

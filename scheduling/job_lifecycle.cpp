@@ -33,7 +33,10 @@ uint64_t Mix64(uint64_t x) {
 }
 
 JobLifecycle::JobLifecycle(LifecycleConfig config, Registry registry)
-    : config_(std::move(config)), registry_(std::move(registry)), next_session_(config_.first_session_id) {}
+    : config_(std::move(config)),
+      registry_(std::move(registry)),
+      next_session_(config_.first_session_id),
+      reusable_(config_.max_parked) {}
 
 Reply JobLifecycle::UnknownJob(const Origin& to, uint64_t request_id, uint64_t job_id) const {
   return Reply{
@@ -77,6 +80,8 @@ Actions JobLifecycle::Submit(uint64_t job_id, const Origin& client, uint64_t req
     job.session_id = kept->session_id;
     job.route = kept->route;
     job.cached = kept->cached;
+  } else if (ReusePrefix(job, now)) {
+    job.session_id = ++next_session_;
   } else {
     Result<std::vector<Span>> spans = registry_.Route(config_.n_layers, now);
     if (!spans.ok()) {
@@ -147,6 +152,25 @@ std::optional<JobLifecycle::Job> JobLifecycle::InKeptSession(Job job, const Admi
   s->running_job = job.job_id;
   return job;
 }
+bool JobLifecycle::ReusePrefix(Job& job, Clock::time_point now) {
+  if (!config_.prefix_reuse || job.prompt.size() < 2) return false;
+  auto up = [&](const ParkedCache& c) {
+    for (const v1::RouteHop& hop : c.route) {
+      if (hop.stage() == v1::STAGE_SHARD && !registry_.Find(hop.node_id())) return false;
+    }
+    return true;
+  };
+  std::optional<ReusableCaches::Match> match = reusable_.Longest(job.prompt, config_.min_reuse, up, now);
+  if (!match) return false;
+  // The prompt's last token must run: its logits start the answer.
+  const int64_t length = std::min<int64_t>(match->length, static_cast<int64_t>(job.prompt.size()) - 1);
+  if (length < config_.min_reuse) return false;
+  job.route = match->cache.route;
+  job.copy_from = match->cache.session_id;
+  job.cached = length;
+  return true;
+}
+
 // SessionOpen to every shard of the job's route; Opened() goes on.
 void JobLifecycle::OpenOnShards(Job& job, Clock::time_point now, Actions& out) {
   job.attempt = now;
@@ -156,18 +180,22 @@ void JobLifecycle::OpenOnShards(Job& job, Clock::time_point now, Actions& out) {
   }
   for (const v1::RouteHop& hop : job.route) {
     if (hop.stage() != v1::STAGE_SHARD) continue;
-    out.push_back(ToNode{hop.node_id(), hop.endpoint(), job.session_id,
-                         SessionOpenEnvelope(job.session_id, job.max_length, config_.fingerprint)});
+    v1::Envelope open = SessionOpenEnvelope(job.session_id, job.max_length, config_.fingerprint);
+    if (job.copy_from != 0) {
+      open.mutable_session_open()->set_copy_from(job.copy_from);
+      open.mutable_session_open()->set_copy_length(static_cast<uint32_t>(job.cached));
+    }
+    out.push_back(ToNode{hop.node_id(), hop.endpoint(), job.session_id, std::move(open)});
   }
 }
 
-Actions JobLifecycle::Opened(uint64_t session_id, const std::string& node_id, Clock::time_point now) {
+Actions JobLifecycle::Opened(uint64_t session_id, const std::string& node_id, int64_t copied, Clock::time_point now) {
   Actions out;
   auto it = jobs_.find(session_id);
   if (it == jobs_.end()) return out;
   Job& job = it->second;
   if (job.state == JobState::kQueued) return out;  // a late answer from before the refusal; closed there
-  job.waiting.erase(node_id);
+  if (job.waiting.erase(node_id) && job.copy_from != 0) job.cached = std::min(job.cached, copied);
   if (job.state == JobState::kRunning || !job.waiting.empty()) return out;
   if (job.state == JobState::kRerouting) {  // the sampler has the generation so far: replay it
     job.state = JobState::kRunning;
@@ -206,6 +234,11 @@ void JobLifecycle::Start(Job& job, Clock::time_point now, Actions& out) {
 Actions JobLifecycle::Failed(uint64_t session_id, const v1::Error& error, Clock::time_point now) {
   Actions out;
   if (!jobs_.count(session_id)) {
+    // A parked cache a shard evicted (or closed, idle): forgotten, closed on the others.
+    if (std::optional<ParkedCache> parked = reusable_.Take(session_id)) {
+      CloseRoute(session_id, parked->route, out, error.node_id());
+      return out;
+    }
     // An idle kept session's cache failed (a shard closed it, idle): next time it opens afresh.
     if (KeptSession* s = kept_.BoundTo(session_id)) {
       out.push_back(
@@ -230,6 +263,24 @@ Actions JobLifecycle::Done(uint64_t session_id, std::vector<int32_t> tokens, Clo
   auto it = jobs_.find(session_id);
   if (it == jobs_.end()) return out;
   KeptSession* kept = it->second.kept.empty() ? nullptr : kept_.Find(it->second.kept);
+  if (!kept && config_.prefix_reuse && static_cast<int64_t>(tokens.size()) > config_.min_reuse) {
+    // Parked: its caches hold every token but the last sampled one.
+    Job& job = it->second;
+    tokens.pop_back();
+    for (const ParkedCache& dropped : reusable_.Park(ParkedCache{session_id, job.route, std::move(tokens), now})) {
+      CloseRoute(dropped.session_id, dropped.route, out);
+    }
+    for (const v1::RouteHop& hop : job.route) {
+      if (hop.stage() != v1::STAGE_SHARD) continue;
+      v1::Envelope park = SessionCloseEnvelope(session_id);
+      park.mutable_session_close()->set_park(true);
+      out.push_back(ToNode{hop.node_id(), hop.endpoint(), session_id, std::move(park)});
+    }
+    job_sessions_.erase(job.job_id);
+    jobs_.erase(it);
+    DispatchQueued(now, out);
+    return out;
+  }
   if (!kept || tokens.empty()) {
     Close(session_id, now, out);
     return out;
@@ -319,10 +370,7 @@ void JobLifecycle::End(uint64_t session_id, const v1::Error& error, Clock::time_
 }
 
 void JobLifecycle::UnbindKept(KeptSession& s, Actions& out, const std::string& skip) {
-  for (const v1::RouteHop& hop : s.route) {
-    if (hop.stage() != v1::STAGE_SHARD || hop.node_id() == skip) continue;
-    out.push_back(ToNode{hop.node_id(), hop.endpoint(), s.session_id, SessionCloseEnvelope(s.session_id)});
-  }
+  CloseRoute(s.session_id, s.route, out, skip);
   s.Unbind();
 }
 
@@ -384,9 +432,14 @@ void JobLifecycle::Close(uint64_t session_id, Clock::time_point now, Actions& ou
 // SessionClose for the job's current session to the shards of its route
 // (but `skip`, a node known to be gone).
 void JobLifecycle::CloseOnShards(const Job& job, Actions& out, const std::string& skip) const {
-  for (const v1::RouteHop& hop : job.route) {
+  CloseRoute(job.session_id, job.route, out, skip);
+}
+
+void JobLifecycle::CloseRoute(uint64_t session_id, const std::vector<v1::RouteHop>& route, Actions& out,
+                              const std::string& skip) const {
+  for (const v1::RouteHop& hop : route) {
     if (hop.stage() != v1::STAGE_SHARD || hop.node_id() == skip) continue;
-    out.push_back(ToNode{hop.node_id(), hop.endpoint(), job.session_id, SessionCloseEnvelope(job.session_id)});
+    out.push_back(ToNode{hop.node_id(), hop.endpoint(), session_id, SessionCloseEnvelope(session_id)});
   }
 }
 
@@ -449,6 +502,8 @@ void JobLifecycle::Dispatch(uint64_t sid, v1::ErrorCode code, const std::string&
   job.state = job.sampler_holds ? JobState::kRerouting : JobState::kOpening;
   job.session_id = moved;
   job.route = RouteThrough(config_.node_id, config_.node_endpoint, *spans);
+  job.copy_from = 0;  // a fresh route: nothing to copy (a rerouted job replays it all)
+  job.cached = 0;
   if (job.sampler_holds) out.push_back(SessionMove{sid, moved, job.route});
   job_sessions_[job.job_id] = moved;
   Job& stored = jobs_[moved] = std::move(job);
@@ -478,6 +533,7 @@ void JobLifecycle::Down(const std::string& node, const std::string& how, Clock::
     }
   }
   for (uint64_t sid : hit) Reroute(sid, node, how, now, out);
+  for (const ParkedCache& parked : reusable_.TakeThrough(node)) CloseRoute(parked.session_id, parked.route, out, node);
   for (auto& [name, s] : kept_.all()) {
     if (s.running_job != 0 || !s.bound()) continue;
     for (const v1::RouteHop& hop : s.route) {

@@ -76,6 +76,17 @@
 // job). A node lost closes what bound sessions held on the survivors and
 // unbinds them. Clients leaving do not end kept sessions.
 //
+// Prefix reuse (reusable_caches.h): a job that ends well parks its shard
+// session instead of closing it (SessionClose with park) and its tokens go
+// into the book of reusable caches. A job that opens fresh shard sessions
+// and whose prompt starts with at least `min_reuse` tokens of a parked cache
+// takes that cache's route (while its nodes are up) and asks each shard to
+// copy those positions (SessionOpen copy_from/copy_length; at most all but
+// the prompt's last token, which must run to give logits). It reuses what
+// every shard copied (the least SessionOpened.copied) and prefills the rest.
+// A parked cache a shard evicted, or that failed, is forgotten, its other
+// shards told to close it. A rerouted or queued job opens without reuse.
+//
 // Thread-safety: none (the scheduler actor's own). The registry is owned here.
 #pragma once
 
@@ -94,6 +105,7 @@
 #include "scheduling/admission.h"
 #include "scheduling/kept_sessions.h"
 #include "scheduling/registry.h"
+#include "scheduling/reusable_caches.h"
 
 namespace troupe::scheduling {
 
@@ -123,6 +135,9 @@ struct LifecycleConfig {
   std::chrono::milliseconds queue_notice = std::chrono::seconds(10);
   std::chrono::milliseconds kept_ttl = std::chrono::minutes(5);  // idle kept sessions expire
   int64_t kept_max_length = 2048;                                // a kept session's positions when its job names none
+  bool prefix_reuse = true;                                      // park finished jobs' caches and copy shared prefixes
+  int64_t min_reuse = 16;                                        // the shortest shared prefix worth a copy
+  size_t max_parked = 256;                                       // parked caches the head keeps track of
 };
 
 // What the head counts of prompts: tokens prefilled vs reused from a cache.
@@ -148,10 +163,11 @@ class JobLifecycle {
   // else JobStatus RUNNING and SessionOpen to every shard (kOpening).
   Actions Submit(uint64_t job_id, const Origin& client, uint64_t request_id, AdmittedJob job, Clock::time_point now);
 
-  // A shard reserved its cache. The last of the round starts the job
-  // (SessionStart + Prefill) or resumes it (SessionResume) -> kRunning.
-  // Unknown sessions and answers to a queued job's round are ignored.
-  Actions Opened(uint64_t session_id, const std::string& node_id, Clock::time_point now);
+  // A shard reserved its cache, having copied `copied` positions of the
+  // prefix asked for. The last of the round starts the job (SessionStart +
+  // Prefill) or resumes it (SessionResume) -> kRunning. Unknown sessions and
+  // answers to a queued job's round are ignored.
+  Actions Opened(uint64_t session_id, const std::string& node_id, int64_t copied, Clock::time_point now);
 
   // A shard or stage refused or failed the session: a retryable CACHE_FULL
   // before kRunning queues the job, anything else fails it. Unknown sessions
@@ -206,6 +222,7 @@ class JobLifecycle {
   uint64_t jobs_queued_total() const { return jobs_queued_total_; }
   const KeptSessions& kept() const { return kept_; }
   const PrefillCounts& prefill_counts() const { return prefill_; }
+  const ReusableCaches& reusable() const { return reusable_; }
 
  private:
   struct Job {
@@ -228,6 +245,7 @@ class JobLifecycle {
     std::optional<Clock::time_point> noticed;       // last JOB_QUEUED sent
     std::string kept;                               // the kept session it runs in, empty for none
     int64_t cached = 0;                             // prompt positions its shard session holds already
+    uint64_t copy_from = 0;                         // prefix reuse: the parked session its shards copy from
   };
 
   void OpenOnShards(Job& job, Clock::time_point now, Actions& out);
@@ -235,6 +253,12 @@ class JobLifecycle {
   void Start(Job& job, Clock::time_point now, Actions& out);
   // A job in kept session `admitted.session`: refused, or the Job to run.
   std::optional<Job> InKeptSession(Job job, const AdmittedJob& admitted, Clock::time_point now, Actions& out);
+  // Prefix reuse for a job about to open fresh shard sessions: takes the
+  // route of the parked cache sharing the longest prefix. False when none fits.
+  bool ReusePrefix(Job& job, Clock::time_point now);
+  // SessionClose to the shards of `route` (but `skip`) for session `session_id`.
+  void CloseRoute(uint64_t session_id, const std::vector<v1::RouteHop>& route, Actions& out,
+                  const std::string& skip = "") const;
   // Closes the shard session of kept session `s` on its route (but `skip`) and unbinds it.
   void UnbindKept(KeptSession& s, Actions& out, const std::string& skip = "");
   void CloseOnShards(const Job& job, Actions& out, const std::string& skip = "") const;
@@ -261,6 +285,7 @@ class JobLifecycle {
   uint64_t next_session_ = 0;
   uint64_t jobs_queued_total_ = 0;
   KeptSessions kept_;
+  ReusableCaches reusable_;
   PrefillCounts prefill_;
 };
 

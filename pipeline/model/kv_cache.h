@@ -51,9 +51,21 @@ class KvCache {
     if (length < length_) length_ = length;
   }
 
+  // Makes this cache hold `source`'s positions [0, n) and nothing after
+  // (prefix reuse: a new session starting from another's prompt).
+  // InvalidArgument when the shapes differ, `source` holds fewer than n
+  // positions or n does not fit this cache.
+  Status CopyPrefix(const KvCache& source, int64_t n);
+
   // [max_length, head_dim] fp16 rows of one global layer index and kv head.
   uint16_t* keys(int64_t layer, int64_t kv_head);
   uint16_t* values(int64_t layer, int64_t kv_head);
+  const uint16_t* keys(int64_t layer, int64_t kv_head) const {
+    return const_cast<KvCache*>(this)->keys(layer, kv_head);
+  }
+  const uint16_t* values(int64_t layer, int64_t kv_head) const {
+    return const_cast<KvCache*>(this)->values(layer, kv_head);
+  }
 
  private:
   KvCache() = default;

@@ -217,6 +217,11 @@ def test_cache_memory_back_to_baseline_after_200_jobs(cluster):
     for i in range(200):
         submit(cluster, f"Job number {i}:", "--max-tokens", str(1 + i % 4))
     assert settled() == baseline
+    # Finished jobs' caches stay parked for prefix reuse, within the budget.
+    p = json.loads(run("status", "--endpoint", cluster.endpoint, "--json").stdout)["nodes"]
+    for name, v in p.items():
+        if name.startswith("shard-"):
+            assert v["cache_bytes_parked"] + v["cache_bytes_in_use"] <= v["cache_budget_bytes"], (name, v)
 
 
 def test_a_client_that_leaves_frees_its_session(cluster):

@@ -66,7 +66,8 @@ IM_END = 2  # SmolLM2's <|im_end|>, its end-of-turn (eos) token
 
 @pytest.fixture(scope="module")
 def cluster(troupe_bin, model_path):
-    c = Cluster(shards=2, extra=("--kept-session-ttl", "10"))
+    # Without prefix reuse, so that the reference jobs prefill from scratch.
+    c = Cluster(shards=2, extra=("--kept-session-ttl", "10", "--no-prefix-reuse"))
     yield c
     c.stop()
 

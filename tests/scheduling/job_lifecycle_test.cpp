@@ -87,9 +87,9 @@ class JobLifecycleTest : public ::testing::Test {
   uint64_t Running(uint64_t job_id, const Origin& client = kClient) {
     lc->Submit(job_id, client, 50 + job_id, Prompt(), t0);
     const uint64_t sid = lc->SessionOf(job_id);
-    lc->Opened(sid, "a", t0);
-    lc->Opened(sid, "b", t0);
-    lc->Opened(sid, "b2", t0);
+    lc->Opened(sid, "a", 0, t0);
+    lc->Opened(sid, "b", 0, t0);
+    lc->Opened(sid, "b2", 0, t0);
     EXPECT_EQ(lc->StateOf(job_id), JobState::kRunning);
     return sid;
   }
@@ -122,8 +122,8 @@ TEST_F(JobLifecycleTest, SubmitAnswersRunningAndOpensOnEveryShard) {
   EXPECT_EQ(open.model_fingerprint(), "fp");
   EXPECT_EQ(lc->StateOf(5), JobState::kOpening);
   // The sampler gets the seed, every stage the route, in process.
-  lc->Opened(kFirst + 1, "a", t0);
-  out = lc->Opened(kFirst + 1, "b", t0);
+  lc->Opened(kFirst + 1, "a", 0, t0);
+  out = lc->Opened(kFirst + 1, "b", 0, t0);
   ASSERT_EQ(Kinds(out), "SessionStart Prefill");
   EXPECT_EQ(std::get<SessionStart>(out[0]).params.seed, Mix64(kFirst + 1));
   const v1::Step& prefill = std::get<Prefill>(out[1]).step;
@@ -141,8 +141,8 @@ TEST_F(JobLifecycleTest, MaxLengthIsCappedByTheContextAndAGivenSeedIsKept) {
   Actions out = lc->Submit(5, kClient, 42, job, t0);
   const v1::SessionOpen& open = std::get<ToNode>(out[1]).envelope.session_open();
   EXPECT_EQ(open.max_length(), 64u);
-  lc->Opened(kFirst + 1, "a", t0);
-  out = lc->Opened(kFirst + 1, "b", t0);
+  lc->Opened(kFirst + 1, "a", 0, t0);
+  out = lc->Opened(kFirst + 1, "b", 0, t0);
   ASSERT_EQ(Kinds(out), "SessionStart Prefill");
   EXPECT_EQ(std::get<SessionStart>(out[0]).params.seed, 99u);
 }
@@ -171,9 +171,9 @@ TEST_F(JobLifecycleTest, AllOpenedStartsTheSamplerAndThePrefill) {
   Make(true);
   lc->Submit(5, kClient, 42, Prompt(3), t0);
   const uint64_t sid = kFirst + 1;
-  EXPECT_TRUE(lc->Opened(sid, "a", t0 + seconds(1)).empty());
-  EXPECT_TRUE(lc->Opened(sid + 7, "b", t0).empty());  // another session
-  Actions out = lc->Opened(sid, "b", t0 + seconds(2));
+  EXPECT_TRUE(lc->Opened(sid, "a", 0, t0 + seconds(1)).empty());
+  EXPECT_TRUE(lc->Opened(sid + 7, "b", 0, t0).empty());  // another session
+  Actions out = lc->Opened(sid, "b", 0, t0 + seconds(2));
   ASSERT_EQ(Kinds(out), "SessionStart Prefill");
   const SessionStart& start = std::get<SessionStart>(out[0]);
   EXPECT_EQ(start.session_id, sid);
@@ -189,14 +189,14 @@ TEST_F(JobLifecycleTest, AllOpenedStartsTheSamplerAndThePrefill) {
   EXPECT_EQ(step.token_count(), 3u);
   EXPECT_EQ(step.rest_of_route_size(), 5);
   EXPECT_EQ(lc->StateOf(5), JobState::kRunning);
-  EXPECT_TRUE(lc->Opened(sid, "b", t0).empty());  // a repeat changes nothing
+  EXPECT_TRUE(lc->Opened(sid, "b", 0, t0).empty());  // a repeat changes nothing
 }
 
 TEST_F(JobLifecycleTest, RetryableCacheFullWhileOpeningQueues) {
   Make(true);
   lc->Submit(5, kClient, 42, Prompt(), t0);
   const uint64_t sid = kFirst + 1;
-  lc->Opened(sid, "b", t0);
+  lc->Opened(sid, "b", 0, t0);
   Actions out = lc->Failed(sid, CacheFull("a", sid), t0);
   EXPECT_EQ(Kinds(out), "ToNode ToNode Log Reply");
   EXPECT_EQ(NodeMessages(out), (std::vector<std::string>{"close a 1001", "close b 1001"}));
@@ -208,7 +208,7 @@ TEST_F(JobLifecycleTest, RetryableCacheFullWhileOpeningQueues) {
   EXPECT_EQ(lc->jobs_queued_total(), 1u);
   // Another shard's refusal of the same round and a late SessionOpened: nothing.
   EXPECT_TRUE(lc->Failed(sid, CacheFull("b", sid), t0).empty());
-  EXPECT_TRUE(lc->Opened(sid, "a", t0).empty());
+  EXPECT_TRUE(lc->Opened(sid, "a", 0, t0).empty());
   EXPECT_EQ(lc->StateOf(5), JobState::kQueued);
 }
 
@@ -236,8 +236,8 @@ TEST_F(JobLifecycleTest, ACloseDispatchesTheOldestQueuedJobOneAtATime) {
   EXPECT_EQ(lc->SessionOf(2), 1004u);
   EXPECT_EQ(lc->StateOf(3), JobState::kQueued);
   EXPECT_TRUE(NodeMessages(lc->Tick(t0 + seconds(4))).empty());  // job 2 is trying
-  lc->Opened(1004, "a", t0 + seconds(4));
-  lc->Opened(1004, "b", t0 + seconds(4));
+  lc->Opened(1004, "a", 0, t0 + seconds(4));
+  lc->Opened(1004, "b", 0, t0 + seconds(4));
   EXPECT_EQ(lc->StateOf(2), JobState::kRunning);
   EXPECT_EQ(NodeMessages(lc->Tick(t0 + seconds(5))), (std::vector<std::string>{"open a 1005", "open b 1005"}));
   EXPECT_EQ(lc->StateOf(3), JobState::kOpening);
@@ -275,7 +275,7 @@ TEST_F(JobLifecycleTest, QueuedTooLongFailsCacheFull) {
 TEST_F(JobLifecycleTest, OpenTimeoutFailsNamingTheSilentNodes) {
   Make(true);
   lc->Submit(5, kClient, 42, Prompt(), t0);
-  lc->Opened(kFirst + 1, "a", t0);
+  lc->Opened(kFirst + 1, "a", 0, t0);
   EXPECT_TRUE(lc->Tick(t0 + seconds(30)).empty());
   Actions out = lc->Tick(t0 + seconds(31));
   ASSERT_EQ(Kinds(out), "Reply ToNode ToNode");
@@ -298,8 +298,8 @@ TEST_F(JobLifecycleTest, NodeDownWhileRunningReroutesAndResumes) {
   EXPECT_EQ(move.route[2].node_id(), "b2");
   EXPECT_EQ(lc->StateOf(5), JobState::kRerouting);
   EXPECT_EQ(lc->registry().Find("b"), nullptr);  // until it announces again
-  EXPECT_TRUE(lc->Opened(1002, "a", t0).empty());
-  out = lc->Opened(1002, "b2", t0);
+  EXPECT_TRUE(lc->Opened(1002, "a", 0, t0).empty());
+  out = lc->Opened(1002, "b2", 0, t0);
   ASSERT_EQ(Kinds(out), "SessionResume");
   EXPECT_EQ(std::get<SessionResume>(out[0]).session_id, 1002u);
   EXPECT_EQ(lc->StateOf(5), JobState::kRunning);
@@ -313,8 +313,8 @@ TEST_F(JobLifecycleTest, NodeDownWhileOpeningReopensWithoutTheSampler) {
   Actions out = lc->NodeDown("b", "disconnected", t0);
   EXPECT_EQ(Kinds(out), "ToNode Log ToNode ToNode");  // no SessionMove: the sampler has nothing
   EXPECT_EQ(lc->StateOf(5), JobState::kOpening);
-  lc->Opened(1002, "a", t0);
-  EXPECT_EQ(Kinds(lc->Opened(1002, "b2", t0)), "SessionStart Prefill");
+  lc->Opened(1002, "a", 0, t0);
+  EXPECT_EQ(Kinds(lc->Opened(1002, "b2", 0, t0)), "SessionStart Prefill");
 }
 
 TEST_F(JobLifecycleTest, NodeDownWithoutAReplicaIsUnavailable) {
@@ -342,7 +342,7 @@ TEST_F(JobLifecycleTest, TheFifthRouteChangeFails) {
     ASSERT_EQ(All<SessionMove>(out).size(), 1u) << i;
     lc->registry().Upsert(ShardEntry{down, "tcp://" + down, 2, 4, false, t0});
     const uint64_t sid = lc->SessionOf(5);
-    for (const char* n : {"a", "b", "b2"}) lc->Opened(sid, n, t0);
+    for (const char* n : {"a", "b", "b2"}) lc->Opened(sid, n, 0, t0);
     ASSERT_EQ(lc->StateOf(5), JobState::kRunning);
   }
   Actions out = lc->NodeDown("b", "disconnected", t0);
@@ -393,8 +393,8 @@ TEST_F(JobLifecycleTest, ARefusedRerouteQueuesAndKeepsResumeSemantics) {
   EXPECT_EQ(All<SessionMove>(out)[0].old_id, 1002u);
   EXPECT_EQ(All<SessionMove>(out)[0].new_id, 1003u);
   EXPECT_EQ(lc->StateOf(5), JobState::kRerouting);
-  lc->Opened(1003, "a", t0);
-  EXPECT_EQ(Kinds(lc->Opened(1003, "b2", t0)), "SessionResume");
+  lc->Opened(1003, "a", 0, t0);
+  EXPECT_EQ(Kinds(lc->Opened(1003, "b2", 0, t0)), "SessionResume");
 }
 
 TEST_F(JobLifecycleTest, CancelEndsTheJobAndDropsTheSamplersCopy) {
@@ -517,8 +517,8 @@ class KeptSessionTest : public JobLifecycleTest {
   // Opens kept session "s" with job 5 (prompt 10 11 12) and ends it with answer 20 21.
   void OpenAndAnswer() {
     lc->Submit(5, kClient, 1, InSession("s", true, {10, 11, 12}, 32), t0);
-    lc->Opened(kFirst + 1, "a", t0);
-    lc->Opened(kFirst + 1, "b", t0);
+    lc->Opened(kFirst + 1, "a", 0, t0);
+    lc->Opened(kFirst + 1, "b", 0, t0);
     Actions out = lc->Done(kFirst + 1, {10, 11, 12, 20, 21}, t0 + seconds(1));
     EXPECT_TRUE(NodeMessages(out).empty()) << "a kept session's caches stay open";
   }
@@ -603,8 +603,8 @@ TEST_F(KeptSessionTest, AFailedJobLeavesTheContextAndTheNextJobPrefillsItAllAfre
   EXPECT_EQ(NodeMessages(out), (std::vector<std::string>{"close a 1001", "close b 1001"}));
   out = lc->Submit(7, kClient, 1, InSession("s", false, {31}), t0);
   EXPECT_EQ(NodeMessages(out), (std::vector<std::string>{"open a 1002", "open b 1002"}));
-  lc->Opened(1002, "a", t0);
-  out = lc->Opened(1002, "b", t0);
+  lc->Opened(1002, "a", 0, t0);
+  out = lc->Opened(1002, "b", 0, t0);
   ASSERT_EQ(Kinds(out), "SessionStart Prefill");
   EXPECT_EQ(std::get<SessionStart>(out[0]).prompt, (std::vector<int32_t>{10, 11, 12, 20, 21, 31}))
       << "the cancelled job's prompt is not in the context";
@@ -624,7 +624,7 @@ TEST_F(KeptSessionTest, ALostNodeUnbindsAnIdleSessionWhichThenReopensElsewhere) 
   Make(false, /*replica=*/true);
   lc->Submit(5, kClient, 1, InSession("s", true, {10, 11, 12}, 32), t0);
   const uint64_t sid = lc->SessionOf(5);
-  for (const char* n : {"a", "b", "b2"}) lc->Opened(sid, n, t0);
+  for (const char* n : {"a", "b", "b2"}) lc->Opened(sid, n, 0, t0);
   lc->Done(sid, {10, 11, 12, 20, 21}, t0);
   const std::string lost = lc->kept().Find("s")->route[2].node_id();  // b or b2
   Actions out = lc->NodeDown(lost, "disconnected", t0);
@@ -660,6 +660,117 @@ TEST_F(KeptSessionTest, ClientsLeavingDoNotEndKeptSessionsAndListShowsThem) {
   EXPECT_DOUBLE_EQ(list.sessions(0).idle_seconds(), 60.0);
   EXPECT_DOUBLE_EQ(list.sessions(0).expires_in_seconds(), 240.0);
   EXPECT_EQ(list.sessions(0).route_size(), 2);
+}
+
+// ------------------------------------------------------------ prefix reuse
+
+std::vector<int32_t> Tokens(int32_t from, int32_t n) {
+  std::vector<int32_t> t;
+  for (int32_t i = 0; i < n; ++i) t.push_back(from + i);
+  return t;
+}
+
+// "park a 1001" / "close b 1001" / "open a 1002 copy 1001:20": the ToNode actions in order.
+std::vector<std::string> ShardMessages(const Actions& actions) {
+  std::vector<std::string> out;
+  for (const ToNode& t : All<ToNode>(actions)) {
+    if (t.envelope.has_session_open()) {
+      const v1::SessionOpen& o = t.envelope.session_open();
+      out.push_back(
+          "open " + t.node_id + " " + std::to_string(o.session_id()) +
+          (o.copy_from() ? " copy " + std::to_string(o.copy_from()) + ":" + std::to_string(o.copy_length()) : ""));
+    } else {
+      const v1::SessionClose& c = t.envelope.session_close();
+      out.push_back((c.park() ? "park " : "close ") + t.node_id + " " + std::to_string(c.session_id()));
+    }
+  }
+  return out;
+}
+
+class PrefixReuseTest : public JobLifecycleTest {
+ protected:
+  // Job 5 with a 20-token prompt answers 2 tokens and parks.
+  void FinishOne() {
+    AdmittedJob job;
+    job.prompt = Tokens(100, 20);
+    job.params.max_tokens = 4;
+    lc->Submit(5, kClient, 1, job, t0);
+    lc->Opened(kFirst + 1, "a", 0, t0);
+    lc->Opened(kFirst + 1, "b", 0, t0);
+    std::vector<int32_t> done = Tokens(100, 20);
+    done.push_back(7);
+    done.push_back(8);
+    Actions out = lc->Done(kFirst + 1, done, t0);
+    EXPECT_EQ(ShardMessages(out), (std::vector<std::string>{"park a 1001", "park b 1001"}));
+  }
+  AdmittedJob SharingPrefix(int32_t shared) {
+    AdmittedJob job;
+    job.prompt = Tokens(100, shared);
+    for (int32_t t : Tokens(500, 5)) job.prompt.push_back(t);
+    job.params.max_tokens = 4;
+    return job;
+  }
+};
+
+TEST_F(PrefixReuseTest, AJobSharingAPrefixCopiesItAndPrefillsTheRest) {
+  Make(true);
+  FinishOne();
+  Actions out = lc->Submit(6, kClient, 2, SharingPrefix(18), t0);
+  EXPECT_EQ(ShardMessages(out), (std::vector<std::string>{"open a 1002 copy 1001:18", "open b 1002 copy 1001:18"}));
+  lc->Opened(1002, "a", 18, t0);
+  out = lc->Opened(1002, "b", 12, t0);  // b kept less of it: the job reuses what both hold
+  ASSERT_EQ(Kinds(out), "SessionStart Prefill");
+  EXPECT_EQ(std::get<SessionStart>(out[0]).cached, 12);
+  EXPECT_EQ(std::get<Prefill>(out[1]).step.first_position(), 12u);
+  EXPECT_EQ(std::get<Prefill>(out[1]).step.token_count(), 23u - 12u);
+  EXPECT_EQ(lc->prefill_counts().reused, 12u);
+}
+
+TEST_F(PrefixReuseTest, ShortPrefixesAndAWholeMatchLeaveTheLastTokenToRun) {
+  Make(true);
+  FinishOne();
+  EXPECT_EQ(ShardMessages(lc->Submit(6, kClient, 2, SharingPrefix(10), t0)),
+            (std::vector<std::string>{"open a 1002", "open b 1002"}))
+      << "10 shared tokens are below min_reuse";
+  AdmittedJob same;
+  same.prompt = Tokens(100, 20);
+  same.params.max_tokens = 4;
+  EXPECT_EQ(ShardMessages(lc->Submit(7, kClient, 2, same, t0)),
+            (std::vector<std::string>{"open a 1003 copy 1001:19", "open b 1003 copy 1001:19"}));
+}
+
+TEST_F(PrefixReuseTest, AnEvictedParkedCacheIsForgottenAndClosedElsewhere) {
+  Make(true);
+  FinishOne();
+  v1::Error evicted;
+  evicted.set_code(v1::CANCELLED);
+  evicted.set_node_id("a");
+  evicted.set_session_id(kFirst + 1);
+  EXPECT_EQ(ShardMessages(lc->Failed(kFirst + 1, evicted, t0)), (std::vector<std::string>{"close b 1001"}));
+  EXPECT_EQ(lc->reusable().size(), 0u);
+  EXPECT_EQ(ShardMessages(lc->Submit(6, kClient, 2, SharingPrefix(18), t0)),
+            (std::vector<std::string>{"open a 1002", "open b 1002"}));
+}
+
+TEST_F(PrefixReuseTest, ALostNodeDropsTheParkedCachesThroughIt) {
+  Make(false);
+  FinishOne();
+  EXPECT_EQ(ShardMessages(lc->NodeDown("b", "disconnected", t0)), (std::vector<std::string>{"close a 1001"}));
+  EXPECT_EQ(lc->reusable().size(), 0u);
+}
+
+TEST_F(PrefixReuseTest, ARerouteOpensWithoutCopying) {
+  Make(false, /*replica=*/true);
+  FinishOne();  // parked on a and b
+  Actions out = lc->Submit(6, kClient, 2, SharingPrefix(18), t0);
+  EXPECT_EQ(ShardMessages(out), (std::vector<std::string>{"open a 1002 copy 1001:18", "open b 1002 copy 1001:18"}));
+  out = lc->NodeDown("b", "disconnected", t0);  // while opening: over a and b2, from scratch
+  EXPECT_EQ(ShardMessages(out),
+            (std::vector<std::string>{"close a 1002", "open a 1003", "open b2 1003", "close a 1001"}));
+  lc->Opened(1003, "a", 0, t0);
+  out = lc->Opened(1003, "b2", 0, t0);
+  ASSERT_EQ(Kinds(out), "SessionStart Prefill");
+  EXPECT_EQ(std::get<SessionStart>(out[0]).cached, 0);
 }
 
 }  // namespace

@@ -80,6 +80,27 @@ TEST_F(DecoderTest, PrefillEqualsStepByStep) {
   }
 }
 
+TEST_F(DecoderTest, ACopiedPrefixContinuesBitForBitAsTheOriginal) {
+  auto dec = Load(0, 30);
+  const std::vector<int32_t> shared = {504, 3458, 282, 4649, 314, 253}, rest = {19556, 905};
+  std::vector<int32_t> whole = shared;
+  whole.insert(whole.end(), rest.begin(), rest.end());
+  auto original = Cache(*dec, 8), fresh = Cache(*dec, 12);
+  at::Tensor all = Embed(whole);
+  ASSERT_TRUE(dec->Forward(all, {{original.get(), 8}}).ok());
+  // A new session starting from the first 6 positions of the original's cache.
+  ASSERT_TRUE(fresh->CopyPrefix(*original, 6).ok());
+  EXPECT_EQ(fresh->length(), 6);
+  at::Tensor tail = Embed(rest);
+  ASSERT_TRUE(dec->Forward(tail, {{fresh.get(), 2}}).ok());
+  EXPECT_TRUE(at::equal(tail, all.slice(0, 6, 8)));
+  EXPECT_FALSE(fresh->CopyPrefix(*original, 9).ok()) << "more than the source holds";
+  auto small = Cache(*dec, 4);
+  EXPECT_FALSE(small->CopyPrefix(*original, 5).ok()) << "more than fits";
+  auto other = KvCache::Create(Load(0, 10)->cache_shape(), 8).value();
+  EXPECT_FALSE(other->CopyPrefix(*original, 2).ok()) << "another layer range";
+}
+
 TEST_F(DecoderTest, ShardsComposeToTheWholeModel) {
   auto whole = Load(0, 30), first = Load(0, 11), second = Load(11, 30);
   const std::vector<int32_t> ids = {504, 3458, 282, 4649};
