@@ -66,9 +66,9 @@ struct Stream {
   ResponseMeta meta;
   bool include_usage = false;
   bool logprobs = false;
-  std::shared_ptr<JobBackend> backend;
-  JobBackend::Event first;
-  bool ended = false;  // finished, failed or cancelled: nothing left to cancel
+  std::vector<std::shared_ptr<JobBackend>> backends;  // one per choice
+  JobBackend::Event first;                            // choice 0's first event
+  bool ended = false;                                 // finished, failed or cancelled: nothing left to cancel
 };
 
 }  // namespace
@@ -218,8 +218,8 @@ void HttpServer::Routes() {
       auto connected = options_.connect();
       if (!connected.ok())
         return SendError(res, Unavailable("cannot reach the job endpoint: " + connected.status().ToString()));
-      std::shared_ptr<JobBackend> backend = std::move(*connected);
-      auto job_id = backend->Submit(parsed.job);
+      std::vector<std::shared_ptr<JobBackend>> backends{std::move(*connected)};
+      auto job_id = backends[0]->Submit(parsed.job);
       if (!job_id.ok()) return SendError(res, ErrorFromStatus(job_id.status()));
       ResponseMeta meta;
       meta.id =
@@ -230,6 +230,21 @@ void HttpServer::Routes() {
       auto failed = [this](const Status& st) {
         return draining_ ? Unavailable("the server is shutting down") : ErrorFromStatus(st);
       };
+      // Choices 1..n-1, once the first has its first token: its prompt is
+      // then in the shards' caches, and theirs copy it (prefix reuse).
+      auto more_choices = [&]() -> std::optional<ApiError> {
+        for (int i = 1; i < parsed.n; ++i) {
+          v1::JobSubmit job = parsed.job;
+          if (job.sampling().has_seed()) job.mutable_sampling()->set_seed(job.sampling().seed() + i);
+          auto more = options_.connect();
+          if (!more.ok()) return Unavailable("cannot reach the job endpoint: " + more.status().ToString());
+          std::shared_ptr<JobBackend> b = std::move(*more);
+          auto id = b->Submit(job);
+          if (!id.ok()) return failed(id.status());
+          backends.push_back(std::move(b));
+        }
+        return std::nullopt;
+      };
 
       if (!parsed.stream) {
         // Nothing is written until the answer is done: watch the socket to
@@ -237,34 +252,57 @@ void HttpServer::Routes() {
         std::optional<PeerWatch> peer =
             PeerWatch::Find(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
         auto left = [this, &peer] { return draining_.load() || (peer && peer->Gone()); };
-        std::string text;
-        std::vector<v1::Token> scored;  // tokens with logprobs (an eos token is no part of the answer)
-        while (true) {
-          auto ev = backend->Next(left);
-          if (!ev.ok()) return SendError(res, failed(ev.status()));
-          if (ev->has_token) {
-            text += ev->token.text();
-            if (ev->token.has_logprob() && !ev->token.eos()) scored.push_back(std::move(ev->token));
+        struct Answer {
+          std::string text;
+          std::vector<v1::Token> scored;  // tokens with logprobs (an eos token is no part of the answer)
+          v1::Finish finish;
+          bool done = false;
+        };
+        std::vector<Answer> answers(parsed.n);
+        // Reads choice i's events until its Finish (or, with first_only, its first token).
+        auto read = [&](size_t i, bool first_only) -> std::optional<ApiError> {
+          Answer& a = answers[i];
+          while (!a.done) {
+            auto ev = backends[i]->Next(left);
+            if (!ev.ok()) return failed(ev.status());
+            if (ev->has_token) {
+              a.text += ev->token.text();
+              if (ev->token.has_logprob() && !ev->token.eos()) a.scored.push_back(std::move(ev->token));
+              if (first_only) return std::nullopt;
+            }
+            if (ev->has_finish) {
+              a.finish = std::move(ev->finish);
+              a.done = true;
+            }
           }
-          if (ev->has_finish) {
-            const json logprobs = parsed.logprobs ? LogprobsJson(kind, scored) : json(nullptr);
-            return SendJson(res, 200, CompletionResponse(kind, meta, text, ev->finish, logprobs));
-          }
+          return std::nullopt;
+        };
+        if (parsed.n > 1) {
+          if (auto e = read(0, true)) return SendError(res, *e);
+          if (auto e = more_choices()) return SendError(res, *e);
         }
+        std::vector<ChoiceAnswer> choices;
+        for (size_t i = 0; i < answers.size(); ++i) {
+          if (auto e = read(i, false)) return SendError(res, *e);
+          choices.push_back({answers[i].text, answers[i].finish,
+                             parsed.logprobs ? LogprobsJson(kind, answers[i].scored) : json(nullptr)});
+        }
+        return SendJson(res, 200, CompletionResponse(kind, meta, choices));
       }
 
       // The status line waits for the first token: until then every failure
       // is still an HTTP error.
       // (JOB_QUEUED notices while the job waits for KV cache are not the start.)
-      auto first = backend->Next(draining);
-      while (first.ok() && first->has_queued) first = backend->Next(draining);
+      auto first = backends[0]->Next(draining);
+      while (first.ok() && first->has_queued) first = backends[0]->Next(draining);
       if (!first.ok()) return SendError(res, failed(first.status()));
+      if (auto e = more_choices()) return SendError(res, *e);
       auto stream = std::make_shared<Stream>();
       stream->kind = kind;
       stream->meta = meta;
       stream->include_usage = parsed.include_usage;
       stream->logprobs = parsed.logprobs;
-      stream->backend = backend;
+      stream->backends = backends;
       stream->first = std::move(*first);
       res.status = 200;
       res.set_header("Cache-Control", "no-cache");
@@ -275,49 +313,70 @@ void HttpServer::Routes() {
             Stream& s = *stream;
             auto write = [&](const std::string& data) { return sink.write(data.data(), data.size()); };
             auto cancel = [&] {
-              s.backend->Cancel();
+              for (auto& b : s.backends) b->Cancel();
               s.ended = true;
               return false;  // drop the connection
             };
-            if (s.kind == ApiKind::kChat && !write(SseEvent(StreamChunk(s.kind, s.meta, "", nullptr, true)))) {
-              return cancel();
-            }
-            JobBackend::Event ev = std::move(s.first);
             auto gone = [&] { return draining_.load() || !sink.is_writable(); };
-            while (true) {
-              // With logprobs every token gets a chunk (its text may be held back: "").
-              const bool scored = s.logprobs && ev.has_token && ev.token.has_logprob() && !ev.token.eos();
-              if (ev.has_token && (!ev.token.text().empty() || scored)) {
-                const json logprobs = scored ? LogprobsJson(s.kind, {ev.token}) : json(nullptr);
-                if (!write(SseEvent(StreamChunk(s.kind, s.meta, ev.token.text(), nullptr, false, logprobs)))) {
-                  return cancel();
+            // A choice failed mid-stream: the error as an event (the other choices end with the stream).
+            auto broken = [&](const Status& st) {
+              for (auto& b : s.backends) b->Cancel();
+              s.ended = true;
+              if (!sink.is_writable()) return false;  // the client left; Next cancelled the job
+              ApiError e = draining_ ? Unavailable("the server is shutting down") : ErrorFromStatus(st);
+              write(SseEvent(ErrorBody(e)));
+              sink.done();
+              return true;
+            };
+            // The choices one after the other, each chunk naming its index.
+            std::vector<v1::Finish> finishes;
+            for (size_t i = 0; i < s.backends.size(); ++i) {
+              const int index = static_cast<int>(i);
+              if (s.kind == ApiKind::kChat &&
+                  !write(SseEvent(StreamChunk(s.kind, s.meta, "", nullptr, true, nullptr, index)))) {
+                return cancel();
+              }
+              JobBackend::Event ev;
+              if (i == 0) {
+                ev = std::move(s.first);
+              } else {
+                auto next = s.backends[i]->Next(gone);
+                if (!next.ok()) return broken(next.status());
+                ev = std::move(*next);
+              }
+              while (true) {
+                // With logprobs every token gets a chunk (its text may be held back: "").
+                const bool scored = s.logprobs && ev.has_token && ev.token.has_logprob() && !ev.token.eos();
+                if (ev.has_token && (!ev.token.text().empty() || scored)) {
+                  const json logprobs = scored ? LogprobsJson(s.kind, {ev.token}) : json(nullptr);
+                  if (!write(SseEvent(StreamChunk(s.kind, s.meta, ev.token.text(), nullptr, false, logprobs, index)))) {
+                    return cancel();
+                  }
                 }
+                if (ev.has_finish) {
+                  finishes.push_back(ev.finish);
+                  if (!write(SseEvent(StreamChunk(s.kind, s.meta, "", &ev.finish, false, nullptr, index)))) {
+                    return cancel();
+                  }
+                  break;
+                }
+                auto next = s.backends[i]->Next(gone);
+                if (!next.ok()) return broken(next.status());
+                ev = std::move(*next);
               }
-              if (ev.has_finish) {
-                s.ended = true;
-                bool ok = write(SseEvent(StreamChunk(s.kind, s.meta, "", &ev.finish)));
-                if (ok && s.include_usage) ok = write(SseEvent(UsageChunk(s.kind, s.meta, ev.finish)));
-                if (ok) ok = write("data: [DONE]\n\n");
-                if (ok) sink.done();
-                return ok;
-              }
-              auto next = s.backend->Next(gone);
-              if (!next.ok()) {
-                s.ended = true;
-                if (!sink.is_writable()) return false;  // the client left; Next cancelled the job
-                ApiError e = draining_ ? Unavailable("the server is shutting down") : ErrorFromStatus(next.status());
-                write(SseEvent(ErrorBody(e)));
-                sink.done();
-                return true;
-              }
-              ev = std::move(*next);
             }
+            s.ended = true;
+            bool ok = true;
+            if (s.include_usage) ok = write(SseEvent(UsageChunk(s.kind, s.meta, finishes)));
+            if (ok) ok = write("data: [DONE]\n\n");
+            if (ok) sink.done();
+            return ok;
           },
           [stream](bool success) {
-            // The provider never ran or broke off: make sure the job stops.
+            // The provider never ran or broke off: make sure the jobs stop.
             if (!stream->ended) {
               stream->ended = true;
-              stream->backend->Cancel();
+              for (auto& b : stream->backends) b->Cancel();
             }
           });
     };

@@ -256,8 +256,8 @@ std::optional<ApiError> ParseRequest(ApiKind kind, const std::string& body, Pars
   if (auto e = RefuseUnsupported(kind, j)) return e;
 
   std::optional<int64_t> n;
-  if (auto e = ReadInt(j, "n", 1, 1 << 20, &n)) return e;
-  if (n && *n != 1) return Unsupported("n", "only n = 1 is supported, got " + std::to_string(*n));
+  if (auto e = ReadInt(j, "n", 1, kMaxChoices, &n)) return e;
+  out->n = static_cast<int>(n.value_or(1));
 
   SamplingParams params;
   params.temperature = 1.0f;  // OpenAI's default
@@ -389,6 +389,7 @@ std::optional<ApiError> ParseRequest(ApiKind kind, const std::string& body, Pars
   if (auto e = ReadInt(j, "max_length", 1, 1 << 30, &max_length)) return e;
   if (max_length && !keep) return Invalid("max_length", "is chosen when a kept session opens (keep: true)");
   if (max_length) job.set_max_length(static_cast<uint32_t>(*max_length));
+  if (out->n > 1 && !job.session().empty()) return Invalid("n", "a kept session runs one job at a time: n must be 1");
   if (Status st = params.Validate(); !st.ok()) return Invalid("", st.message());
   *job.mutable_sampling() = SamplingParamsToProto(params);
   if (!has_seed) job.mutable_sampling()->clear_seed();  // the head derives one per session
@@ -442,10 +443,14 @@ ApiError ErrorFromStatus(const Status& status) {
 
 const char* FinishReasonName(v1::FinishReason reason) { return reason == v1::FINISH_LENGTH ? "length" : "stop"; }
 
-json Usage(const v1::Finish& f) {
+json Usage(const std::vector<v1::Finish>& finishes) {
+  // The choices share one prompt: counted once, as OpenAI does.
+  const v1::Finish& f = finishes.front();
+  uint64_t completion = 0;
+  for (const v1::Finish& c : finishes) completion += c.generated_tokens();
   return json{{"prompt_tokens", f.prompt_tokens()},
-              {"completion_tokens", f.generated_tokens()},
-              {"total_tokens", f.prompt_tokens() + f.generated_tokens()},
+              {"completion_tokens", completion},
+              {"total_tokens", f.prompt_tokens() + completion},
               {"prompt_tokens_details", {{"cached_tokens", f.cached_tokens()}}}};
 }
 
@@ -512,22 +517,32 @@ json LogprobsJson(ApiKind kind, const std::vector<v1::Token>& tokens) {
 
 json CompletionResponse(ApiKind kind, const ResponseMeta& meta, const std::string& text, const v1::Finish& finish,
                         const json& logprobs) {
+  return CompletionResponse(kind, meta, {ChoiceAnswer{text, finish, logprobs}});
+}
+
+json CompletionResponse(ApiKind kind, const ResponseMeta& meta, const std::vector<ChoiceAnswer>& answers) {
   json r = Envelope(kind, meta, false);
-  json choice = {{"index", 0}, {"logprobs", logprobs}, {"finish_reason", FinishReasonName(finish.reason())}};
-  if (kind == ApiKind::kChat) {
-    choice["message"] = {{"role", "assistant"}, {"content", text}};
-  } else {
-    choice["text"] = text;
+  r["choices"] = json::array();
+  for (size_t i = 0; i < answers.size(); ++i) {
+    const ChoiceAnswer& a = answers[i];
+    json choice = {{"index", i}, {"logprobs", a.logprobs}, {"finish_reason", FinishReasonName(a.finish.reason())}};
+    if (kind == ApiKind::kChat) {
+      choice["message"] = {{"role", "assistant"}, {"content", a.text}};
+    } else {
+      choice["text"] = a.text;
+    }
+    r["choices"].push_back(std::move(choice));
   }
-  r["choices"] = json::array({choice});
-  r["usage"] = Usage(finish);
+  std::vector<v1::Finish> finishes;
+  for (const ChoiceAnswer& a : answers) finishes.push_back(a.finish);
+  r["usage"] = Usage(finishes);
   return r;
 }
 
 json StreamChunk(ApiKind kind, const ResponseMeta& meta, const std::string& text, const v1::Finish* finish,
-                 bool role_only, const json& logprobs) {
+                 bool role_only, const json& logprobs, int index) {
   json r = Envelope(kind, meta, true);
-  json choice = {{"index", 0},
+  json choice = {{"index", index},
                  {"logprobs", logprobs},
                  {"finish_reason", finish ? json(FinishReasonName(finish->reason())) : json(nullptr)}};
   if (kind == ApiKind::kChat) {
@@ -545,10 +560,10 @@ json StreamChunk(ApiKind kind, const ResponseMeta& meta, const std::string& text
   return r;
 }
 
-json UsageChunk(ApiKind kind, const ResponseMeta& meta, const v1::Finish& finish) {
+json UsageChunk(ApiKind kind, const ResponseMeta& meta, const std::vector<v1::Finish>& finishes) {
   json r = Envelope(kind, meta, true);
   r["choices"] = json::array();
-  r["usage"] = Usage(finish);
+  r["usage"] = Usage(finishes);
   return r;
 }
 

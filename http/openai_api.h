@@ -47,8 +47,14 @@ nlohmann::json ErrorBody(const ApiError& error);
 
 enum class ApiKind { kCompletion, kChat };
 
+// n at most: each choice is a job of its own (they share the prompt's
+// prefill through prefix reuse: the others start once the first has its
+// first token, copying its cache).
+constexpr int kMaxChoices = 16;
+
 struct ParsedRequest {
   v1::JobSubmit job;  // stream is always set: the front end needs the text
+  int n = 1;          // choices; choice i > 0 runs `job` with seed + i when a seed is given
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   bool logprobs = false;       // answer with logprobs (job.sampling.top_logprobs >= 0)
@@ -77,7 +83,9 @@ struct ResponseMeta {
   std::string model;
 };
 
-nlohmann::json Usage(const v1::Finish& finish);
+// Usage of one answer's choices: prompt_tokens (and cached_tokens) of the
+// first, completion_tokens summed over all.
+nlohmann::json Usage(const std::vector<v1::Finish>& finishes);
 // The `logprobs` of a choice for these tokens (those with Token.logprob), in
 // OpenAI's form: chat {content: [{token, logprob, bytes, top_logprobs}]};
 // completions {tokens, token_logprobs, top_logprobs, text_offset} (character
@@ -87,12 +95,19 @@ nlohmann::json LogprobsJson(ApiKind kind, const std::vector<v1::Token>& tokens);
 // The whole answer (stream: false); `logprobs` null unless asked for.
 nlohmann::json CompletionResponse(ApiKind kind, const ResponseMeta& meta, const std::string& text,
                                   const v1::Finish& finish, const nlohmann::json& logprobs = nullptr);
+struct ChoiceAnswer {
+  std::string text;
+  v1::Finish finish;
+  nlohmann::json logprobs;  // null unless asked for
+};
+// n choices, index i for answers[i].
+nlohmann::json CompletionResponse(ApiKind kind, const ResponseMeta& meta, const std::vector<ChoiceAnswer>& answers);
 // One stream chunk: `text` as delta (chat: delta.content; `role_only` sends
 // delta {role: assistant} instead), finish_reason null unless `finish`.
 nlohmann::json StreamChunk(ApiKind kind, const ResponseMeta& meta, const std::string& text, const v1::Finish* finish,
-                           bool role_only = false, const nlohmann::json& logprobs = nullptr);
-// The include_usage chunk: choices [] and usage.
-nlohmann::json UsageChunk(ApiKind kind, const ResponseMeta& meta, const v1::Finish& finish);
+                           bool role_only = false, const nlohmann::json& logprobs = nullptr, int index = 0);
+// The include_usage chunk: choices [] and the usage of every choice's Finish.
+nlohmann::json UsageChunk(ApiKind kind, const ResponseMeta& meta, const std::vector<v1::Finish>& finishes);
 // "data: <json>\n\n" (invalid UTF-8 replaced).
 std::string SseEvent(const nlohmann::json& j);
 std::string Dump(const nlohmann::json& j);

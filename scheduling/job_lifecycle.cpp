@@ -209,6 +209,14 @@ Actions JobLifecycle::Opened(uint64_t session_id, const std::string& node_id, in
 void JobLifecycle::Start(Job& job, Clock::time_point now, Actions& out) {
   job.state = JobState::kRunning;
   job.sampler_holds = true;
+  if (config_.prefix_reuse && job.kept.empty() && static_cast<int64_t>(job.prompt.size()) > config_.min_reuse) {
+    // A source for jobs with the same prompt start while it runs (its prompt but the last token).
+    std::vector<int32_t> prefix(job.prompt.begin(), job.prompt.end() - 1);
+    for (const ParkedCache& dropped :
+         reusable_.Park(ParkedCache{job.session_id, job.route, std::move(prefix), now, true})) {
+      CloseRoute(dropped.session_id, dropped.route, out);
+    }
+  }
   prefill_.prefilled += job.prompt.size() - static_cast<size_t>(job.cached);
   prefill_.reused += static_cast<uint64_t>(job.cached);
   SessionStart start;
@@ -262,6 +270,7 @@ Actions JobLifecycle::Done(uint64_t session_id, std::vector<int32_t> tokens, Clo
   Actions out;
   auto it = jobs_.find(session_id);
   if (it == jobs_.end()) return out;
+  reusable_.Take(session_id);  // a live source: parked below, or gone with the session
   KeptSession* kept = it->second.kept.empty() ? nullptr : kept_.Find(it->second.kept);
   if (!kept && config_.prefix_reuse && static_cast<int64_t>(tokens.size()) > config_.min_reuse) {
     // Parked: its caches hold every token but the last sampled one.
@@ -422,6 +431,7 @@ Actions JobLifecycle::ListKept(const Origin& from, uint64_t request_id, Clock::t
 void JobLifecycle::Close(uint64_t session_id, Clock::time_point now, Actions& out) {
   auto it = jobs_.find(session_id);
   if (it == jobs_.end()) return;
+  reusable_.Take(session_id);  // a live source no more
   it->second.state = JobState::kFinished;
   CloseOnShards(it->second, out);
   job_sessions_.erase(it->second.job_id);
@@ -498,6 +508,7 @@ void JobLifecycle::Dispatch(uint64_t sid, v1::ErrorCode code, const std::string&
   if (!spans.ok()) return Fail(sid, HeadError(code, why + spans.status().message(), sid), now, out);
   Job job = std::move(it->second);
   jobs_.erase(it);
+  reusable_.Take(sid);  // its old session, a live source no more
   const uint64_t moved = ++next_session_;
   job.state = job.sampler_holds ? JobState::kRerouting : JobState::kOpening;
   job.session_id = moved;
@@ -533,7 +544,9 @@ void JobLifecycle::Down(const std::string& node, const std::string& how, Clock::
     }
   }
   for (uint64_t sid : hit) Reroute(sid, node, how, now, out);
-  for (const ParkedCache& parked : reusable_.TakeThrough(node)) CloseRoute(parked.session_id, parked.route, out, node);
+  for (const ParkedCache& parked : reusable_.TakeThrough(node)) {
+    if (!parked.live) CloseRoute(parked.session_id, parked.route, out, node);
+  }
   for (auto& [name, s] : kept_.all()) {
     if (s.running_job != 0 || !s.bound()) continue;
     for (const v1::RouteHop& hop : s.route) {

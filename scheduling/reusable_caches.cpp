@@ -12,7 +12,7 @@ std::vector<ParkedCache> ReusableCaches::Park(ParkedCache cache) {
     auto oldest = std::min_element(caches_.begin(), caches_.end(), [](const ParkedCache& a, const ParkedCache& b) {
       return a.last_used < b.last_used;
     });
-    dropped.push_back(std::move(*oldest));
+    if (!oldest->live) dropped.push_back(std::move(*oldest));
     caches_.erase(oldest);
   }
   return dropped;

@@ -4,6 +4,11 @@
 // positions (SessionOpen copy_from) instead of prefilling them: a long system
 // prompt, or a chat client that resends the whole conversation each turn.
 //
+// A running job's prompt is a source too (live: its caches fill as its
+// prefill passes each shard; a shard that has not got that far yet copies
+// nothing) — n samples of one prompt share one prefill that way. When the job
+// ends well its entry becomes the parked cache; otherwise it is forgotten.
+//
 // The shards own the memory: a parked cache counts in a shard's cache budget
 // and is evicted there, least recently used first, when a session needs the
 // room (the shard tells the head, which then forgets it here). This book
@@ -28,13 +33,14 @@ struct ParkedCache {
   std::vector<v1::RouteHop> route;  // the route it was computed on, embedding first
   std::vector<int32_t> tokens;      // the positions its caches hold, in order
   Clock::time_point last_used;
+  bool live = false;  // a running job's session (never closed from here)
 };
 
 class ReusableCaches {
  public:
   explicit ReusableCaches(size_t capacity = 256) : capacity_(capacity) {}
 
-  // Parks `cache`; returns those dropped to stay within capacity (to close).
+  // Adds `cache`; returns the parked ones dropped to stay within capacity (to close).
   std::vector<ParkedCache> Park(ParkedCache cache);
 
   struct Match {

@@ -94,7 +94,10 @@ TEST(OpenAiApi, ChatMessagesInOrder) {
 TEST(OpenAiApi, RefusalsNameTheField) {
   EXPECT_EQ(MustFail(ApiKind::kCompletion, "{nope").code, "invalid_json");
   EXPECT_EQ(MustFail(ApiKind::kCompletion, std::string(1000, '[')).message.find("nested") != std::string::npos, true);
-  EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "n": 2})").param, "n");
+  EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "n": 17})").param, "n");
+  EXPECT_EQ(
+      MustFail(ApiKind::kChat, R"({"messages": [{"role": "user", "content": "x"}], "n": 2, "session": "s"})").param,
+      "n");
   EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "max_tokens": -1})").param, "max_tokens");
   EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "max_tokens": 1.5})").code, "invalid_type");
   EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "temperature": "1"})").param, "temperature");

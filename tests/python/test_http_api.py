@@ -307,7 +307,7 @@ def test_bad_requests_get_400_naming_the_problem(port, client):
     assert_error(port, c, {"prompt": "hi", "stream": "yes"}, 400, "stream", "boolean")
     assert_error(port, c, {"prompt": "hi", "stop": 5}, 400, "stop")
     assert_error(port, c, {"prompt": "hi", "top_p": 3}, 400, "top_p")
-    assert_error(port, c, {"prompt": "hi", "n": 2}, 400, "n")
+    assert_error(port, c, {"prompt": "hi", "n": 17}, 400, "n")
     assert_error(port, c, {"prompt": ["a", "b"]}, 400, "prompt")
     assert_error(port, c, {"prompt": [[1, 2], [3]]}, 400, "prompt")
     assert_error(port, c, {"prompt": [1, -2]}, 400, "prompt")
@@ -598,3 +598,28 @@ def test_health_and_jobs_are_503_when_the_ring_cannot_serve(troupe_bin, model_pa
         assert request(port, "GET", "/v1/models")[0] == 200  # the head itself still answers
     finally:
         c.stop()
+
+
+def test_n_choices_share_one_prefill_and_each_equals_its_own_seed(client, cluster):
+    # n = 3 sampled choices: choice i is the job with seed 7 + i, run alone
+    # (generate); the later choices copy the first one's prompt cache.
+    prompt = "Write three words that describe the sea at night, and explain why each one fits:"
+    before = json.loads(run("status", "--endpoint", cluster.endpoint, "--json").stdout)["nodes"]["head"]
+    r = client.completions.create(model=MODEL_ID, prompt=prompt, n=3, seed=7, temperature=0.9, max_tokens=16)
+    after = json.loads(run("status", "--endpoint", cluster.endpoint, "--json").stdout)["nodes"]["head"]
+    assert [c.index for c in r.choices] == [0, 1, 2]
+    for i, choice in enumerate(r.choices):
+        text, _ = generate(prompt, "--temperature", "0.9", "--seed", str(7 + i), "--max-tokens", "16")
+        assert choice.text == text, i
+    assert len({c.text for c in r.choices}) > 1, "different seeds, different samples"
+    assert r.usage.completion_tokens > 16
+    assert after["prompt_tokens_reused_total"] - before["prompt_tokens_reused_total"] >= 2 * 16
+    # Streamed: the same choices, each chunk naming its index.
+    texts = {}
+    for chunk in client.chat.completions.create(model=MODEL_ID, messages=[{"role": "user", "content": prompt}],
+                                                n=2, seed=3, temperature=0.9, max_tokens=12, stream=True):
+        for c in chunk.choices:
+            texts[c.index] = texts.get(c.index, "") + (c.delta.content or "")
+    whole = client.chat.completions.create(model=MODEL_ID, messages=[{"role": "user", "content": prompt}],
+                                           n=2, seed=3, temperature=0.9, max_tokens=12)
+    assert texts == {i: c.message.content for i, c in enumerate(whole.choices)}

@@ -759,6 +759,22 @@ TEST_F(PrefixReuseTest, ALostNodeDropsTheParkedCachesThroughIt) {
   EXPECT_EQ(lc->reusable().size(), 0u);
 }
 
+TEST_F(PrefixReuseTest, ARunningJobsPromptIsASourceUntilItFails) {
+  Make(true);
+  AdmittedJob job;
+  job.prompt = Tokens(100, 20);
+  job.params.max_tokens = 4;
+  lc->Submit(5, kClient, 1, job, t0);
+  lc->Opened(kFirst + 1, "a", 0, t0);
+  lc->Opened(kFirst + 1, "b", 0, t0);  // running: its prompt fills the caches
+  EXPECT_EQ(ShardMessages(lc->Submit(6, kClient, 2, SharingPrefix(18), t0)),
+            (std::vector<std::string>{"open a 1002 copy 1001:18", "open b 1002 copy 1001:18"}));
+  lc->Cancel(kClient, 3, 5, t0);
+  EXPECT_EQ(ShardMessages(lc->Submit(7, kClient, 2, SharingPrefix(18), t0)),
+            (std::vector<std::string>{"open a 1003", "open b 1003"}))
+      << "a cancelled job's caches are closed, not a source";
+}
+
 TEST_F(PrefixReuseTest, ARerouteOpensWithoutCopying) {
   Make(false, /*replica=*/true);
   FinishOne();  // parked on a and b
