@@ -534,6 +534,7 @@ json CompletionResponse(ApiKind kind, const ResponseMeta& meta, const std::vecto
     r["choices"].push_back(std::move(choice));
   }
   std::vector<v1::Finish> finishes;
+  finishes.reserve(answers.size());
   for (const ChoiceAnswer& a : answers) finishes.push_back(a.finish);
   r["usage"] = Usage(finishes);
   return r;

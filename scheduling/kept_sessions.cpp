@@ -42,7 +42,8 @@ KeptSession& KeptSessions::Add(KeptSession session) {
   return sessions_[name] = std::move(session);
 }
 
-void KeptSessions::Remove(std::string name, const std::string& why) {
+void KeptSessions::Remove(const std::string& name_ref, const std::string& why) {
+  const std::string name = name_ref;  // a copy: name_ref may be the name of the session erased here
   if (!sessions_.erase(name)) return;
   if (!gone_.count(name)) gone_order_.push_back(name);
   gone_[name] = why;

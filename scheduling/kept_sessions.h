@@ -67,7 +67,7 @@ class KeptSessions {
 
   KeptSession& Add(KeptSession session);
   // Forgets `name`, remembering `why` ("expired after 300 s idle", "was closed").
-  void Remove(std::string name, const std::string& why);  // by value: may name the session removed
+  void Remove(const std::string& name, const std::string& why);  // `name` may be the removed session's own
   // Why a name is not live: "no kept session 'x'", or "kept session 'x' was closed".
   std::string WhyGone(const std::string& name) const;
 
