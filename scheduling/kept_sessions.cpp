@@ -42,11 +42,11 @@ KeptSession& KeptSessions::Add(KeptSession session) {
   return sessions_[name] = std::move(session);
 }
 
-void KeptSessions::Remove(const std::string& name_ref, const std::string& why) {
-  const std::string name = name_ref;  // a copy: name_ref may be the name of the session erased here
-  if (!sessions_.erase(name)) return;
-  if (!gone_.count(name)) gone_order_.push_back(name);
-  gone_[name] = why;
+void KeptSessions::Remove(const std::string& name, const std::string& why) {
+  const std::string key = name;  // a copy: `name` may be the name of the session erased here
+  if (!sessions_.erase(key)) return;
+  if (!gone_.count(key)) gone_order_.push_back(key);
+  gone_[key] = why;
   while (gone_order_.size() > kTombstones) {
     gone_.erase(gone_order_.front());
     gone_order_.pop_front();
