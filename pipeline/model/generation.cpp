@@ -1,5 +1,9 @@
 #include "pipeline/model/generation.h"
 
+#include <cassert>
+
+#include "pipeline/sampling/contrastive.h"
+
 namespace troupe {
 
 Result<Generation> Generation::Create(const Tokenizer& tokenizer, SamplingParams params, std::vector<int32_t> prompt) {
@@ -20,11 +24,18 @@ Generation::Generation(const Tokenizer& tokenizer, Sampler sampler, std::vector<
       tokens_(std::move(prompt)),
       prompt_tokens_(static_cast<int64_t>(tokens_.size())) {}
 
-TokenEvent Generation::Next(const float* logits, int64_t vocab) {
+TokenEvent Generation::Next(const float* logits, int64_t vocab, const float* amateur) {
   TokenEvent ev;
   if (finished()) return ev;
   const int64_t step = generated_tokens();
-  ev.id = sampler_.Sample(logits, vocab, step, tokens_);
+  const float* chain_input = logits;
+  assert(!contrastive() || amateur != nullptr);
+  if (contrastive() && amateur != nullptr && logits != nullptr && vocab > 0) {
+    contrastive_.resize(static_cast<size_t>(vocab));
+    ContrastiveLogits(logits, amateur, vocab, sampler_.params().contrastive_params(), contrastive_.data());
+    chain_input = contrastive_.data();
+  }
+  ev.id = sampler_.Sample(chain_input, vocab, step, tokens_);
   if (sampler_.params().top_logprobs >= 0) {
     ev.logprobs = ComputeLogprobs(logits, vocab, ev.id, sampler_.params().top_logprobs);
   }
