@@ -111,7 +111,8 @@ class SchedulerActor : public StageActor {
     auto tokenize = [this](const PromptRequest& r) {
       return PromptTokens(*ctx_->tokenizer, ctx_->source->tokenizer_spec(), r);
     };
-    WireResult<sched::AdmittedJob> job = sched::Admit(submit, tokenize, ctx_->source->config().max_positions);
+    WireResult<sched::AdmittedJob> job =
+        sched::Admit(submit, tokenize, ctx_->source->config().max_positions, ctx_->config.amateur_model);
     if (!job.ok()) {
       return Execute(sched::Reply{
           client, ErrorEnvelope(job.error().code, job.error().text, ctx_->node_id, 0, request_id, job_id)});

@@ -12,12 +12,18 @@ WireError BadRequest(std::string text) { return WireError{v1::BAD_REQUEST, std::
 
 }  // namespace
 
-WireResult<AdmittedJob> Admit(const v1::JobSubmit& submit, const Tokenize& tokenize, int64_t max_positions) {
+WireResult<AdmittedJob> Admit(const v1::JobSubmit& submit, const Tokenize& tokenize, int64_t max_positions,
+                              const std::string& amateur_model) {
   if (submit.has_session_id()) {
     return BadRequest("continuing a session is not supported yet: submit the whole conversation");
   }
   WireResult<SamplingParams> params = SamplingParamsFromProto(submit.sampling());
   if (!params.ok()) return params.error();
+  if (params->contrastive && amateur_model.empty()) {
+    return BadRequest(
+        "contrastive decoding needs an amateur model, and this head has none (start it with amateur_model: in its "
+        "node config, or troupe cluster up --amateur-model PATH)");
+  }
   PromptRequest prompt;
   if (submit.chat_size() > 0) {
     if (!submit.prompt().empty()) return BadRequest("a job has either a prompt or chat messages");

@@ -4,6 +4,8 @@
 //
 //   1. no session_id (continuing a session is not supported yet);
 //   2. sampling parameters in range (SamplingParamsFromProto: its own code);
+//      contrastive decoding only where the head has an amateur model
+//      (`amateur_model`, its path; empty = none);
 //   3. a prompt or chat messages, not both; every chat role is system, user
 //      or assistant;
 //   4. the prompt tokenizes (`tokenize`'s Status, as text);
@@ -16,6 +18,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "messages/troupe.pb.h"
@@ -36,6 +39,7 @@ struct AdmittedJob {
   bool stream = true;
 };
 
-WireResult<AdmittedJob> Admit(const v1::JobSubmit& submit, const Tokenize& tokenize, int64_t max_positions);
+WireResult<AdmittedJob> Admit(const v1::JobSubmit& submit, const Tokenize& tokenize, int64_t max_positions,
+                              const std::string& amateur_model = "");
 
 }  // namespace troupe::scheduling

@@ -49,7 +49,10 @@ class Generation {
   // tokens()). The two rows are combined by ContrastiveLogits
   // (pipeline/sampling/contrastive.h) and the result, not `logits`, enters the
   // Sampler's chain (logit bias, penalties, eos mask, greedy or sampling);
-  // logprobs still report `logits`, the expert's own distribution. A caller
+  // logprobs still report `logits`, the expert's own distribution. While
+  // fewer than params().min_tokens tokens are generated the eos ids are
+  // masked in the expert row before the combination (so the plausible set is
+  // drawn from the other tokens and min_tokens holds). A caller
   // must pass `amateur` when params().contrastive is set (asserted; a release
   // build given nullptr samples `logits` alone) and may pass nullptr
   // otherwise (`amateur` is then ignored).
@@ -65,12 +68,16 @@ class Generation {
 
  private:
   Generation(const Tokenizer& tokenizer, Sampler sampler, std::vector<int32_t> prompt);
+  // Sets the eos ids of expert_ to -inf unless nothing else is possible;
+  // false when it left the row alone.
+  bool MaskEos(int64_t vocab);
   const Tokenizer* tokenizer_;
   Sampler sampler_;
   StreamDecoder stream_;
   StopMatcher stop_;
   std::vector<int32_t> tokens_;
   std::vector<float> contrastive_;  // scratch: [vocab] contrastive logits
+  std::vector<float> expert_;       // scratch: [vocab] expert logits with eos masked
   int64_t prompt_tokens_;
   FinishReason finish_ = FinishReason::kNone;
 };

@@ -225,3 +225,117 @@ def test_contrastive_without_an_amateur_is_refused(troupe_bin):
     assert "amateur" in err, err
     err = failing_generate("--prompt", "Hi", "--contrastive-alpha", "1.5")
     assert "contrastive_alpha" in err, err
+
+
+# ---------------------------------------------------------------- the cluster
+# The amateur lives on the head (`cluster up --amateur-model`), beside the
+# sampler, with its own cache per session; the cluster's answer must be
+# `troupe generate`'s, also over HTTP and across a shard's death.
+
+def cluster_generate(amateur_path, prompt, *flags):
+    lines = run_troupe_json_lines("generate", "--prompt", prompt, "--json", "--threads", "1", "--amateur-model",
+                                  amateur_path, *flags)
+    return [l["token"] for l in lines if "token" in l], lines[-1]
+
+
+@pytest.fixture(scope="module")
+def amateur_cluster(troupe_bin, amateur_path):
+    from test_cluster import Cluster
+
+    c = Cluster(shards=2, extra=("--replicas", "2", "--amateur-model", str(amateur_path), "--http-port", "0"))
+    yield c
+    c.stop()
+
+
+def submit_tokens(cluster, prompt, *flags):
+    from test_cluster import json_lines, run
+
+    p = run("submit", "--endpoint", cluster.endpoint, "--prompt", prompt, "--json", *flags)
+    assert p.returncode == 0, f"submit failed: {p.stderr}"
+    lines = json_lines(p.stdout)
+    return [l["token"] for l in lines if "token" in l], lines[-1]
+
+
+CLUSTER_FLAGS = [
+    ("--max-tokens", "24", "--contrastive-alpha", "0.1", "--contrastive-beta", "1.0"),
+    ("--max-tokens", "24", "--contrastive-alpha", "0.02", "--contrastive-beta", "0.5", "--temperature", "0.9",
+     "--seed", "7"),
+]
+
+
+@pytest.mark.parametrize("flags", CLUSTER_FLAGS, ids=["greedy", "sampled"])
+def test_cluster_contrastive_equals_generate(amateur_cluster, amateur_path, flags):
+    for prompt in ["The capital of France is", "Once upon a time, in a small village,"]:
+        want, _ = cluster_generate(amateur_path, prompt, *flags)
+        got, done = submit_tokens(amateur_cluster, prompt, *flags)
+        assert got == want, prompt
+        assert done["done"] is True
+    plain, _ = submit_tokens(amateur_cluster, "Once upon a time, in a small village,", *flags[:2])
+    assert plain != got, "the cluster's contrastive answer must not be the plain one"
+
+
+def test_http_contrastive_equals_generate(amateur_cluster, amateur_path):
+    import json
+    import urllib.request
+
+    prompt = "Once upon a time, in a small village,"
+    want, _ = cluster_generate(amateur_path, prompt, "--max-tokens", "16", "--contrastive-alpha", "0.1",
+                               "--contrastive-beta", "1.0")
+    body = {"prompt": prompt, "max_tokens": 16, "temperature": 0, "logprobs": 0,
+            "contrastive": {"alpha": 0.1, "beta": 1.0}}
+    req = urllib.request.Request(f"{amateur_cluster.info['http_url']}/completions", json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=120) as resp:
+        answer = json.loads(resp.read())
+    # Legacy logprobs list the answer's tokens; their text must be ours, in order.
+    got_text = "".join(answer["choices"][0]["logprobs"]["tokens"])
+    lines = run_troupe_json_lines("generate", "--prompt", prompt, "--json", "--threads", "1", "--amateur-model",
+                                  amateur_path, "--max-tokens", "16", "--contrastive-alpha", "0.1",
+                                  "--contrastive-beta", "1.0")
+    assert [l["token"] for l in lines if "token" in l] == want
+    assert answer["choices"][0]["text"] == "".join(l["text"] for l in lines if "token" in l)
+    assert got_text == answer["choices"][0]["text"]
+
+
+def test_cluster_contrastive_survives_a_dead_shard(amateur_cluster, amateur_path):
+    # A replay re-prefills the shards; the head's amateur cache is asked for
+    # the same history again and must give the same row.
+    import os
+    import signal
+    import subprocess
+
+    from test_cluster import _shard_status, json_lines
+
+    n = 96
+    prompt = "Tell me a long story about a lighthouse keeper."
+    flags = ("--max-tokens", str(n), "--min-tokens", str(n), "--contrastive-alpha", "0.1", "--contrastive-beta", "0.5")
+    want, _ = cluster_generate(amateur_path, prompt, *flags)
+    assert len(want) == n  # min_tokens holds under contrastive decoding too
+    c = amateur_cluster
+    job = subprocess.Popen([str(TROUPE_BIN), "submit", "--endpoint", c.endpoint, "--prompt", prompt, "--json", *flags],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = [job.stdout.readline() for _ in range(8)]
+    assert all(l.startswith("{") for l in lines), job.stderr.read()
+    busy = [k for k, v in _shard_status(c).items() if v.get("cache_bytes_in_use", 0) > 0]
+    victims = [nd for nd in c.info["nodes"][1:] if nd["id"] in busy]
+    assert victims, busy
+    os.kill(victims[0]["pid"], signal.SIGKILL)
+    out, err = job.communicate(timeout=120)
+    assert job.returncode == 0, err
+    got = json_lines("".join(lines) + out)
+    assert [l["token"] for l in got if "token" in l] == want
+    assert got[-1]["replays"] == 1
+
+
+def test_a_head_without_an_amateur_refuses_contrastive_jobs(troupe_bin):
+    from test_cluster import Cluster, run
+
+    c = Cluster(shards=1)
+    try:
+        p = run("submit", "--endpoint", c.endpoint, "--prompt", "Hi", "--max-tokens", "2", "--contrastive")
+        assert p.returncode != 0
+        assert "BAD_REQUEST" in p.stderr and "amateur model" in p.stderr, p.stderr
+        p = run("submit", "--endpoint", c.endpoint, "--prompt", "Hi", "--max-tokens", "2")
+        assert p.returncode == 0, p.stderr  # the head keeps serving
+    finally:
+        c.stop()

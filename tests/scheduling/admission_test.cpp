@@ -86,5 +86,23 @@ TEST(AdmissionTest, RefusesWhatCannotRun) {
   EXPECT_TRUE(Admit(Submit("012345678"), ByteTokens, 10).ok());
 }
 
+TEST(AdmissionTest, ContrastiveNeedsTheHeadsAmateur) {
+  v1::JobSubmit s = Submit("abc");
+  s.mutable_sampling()->set_contrastive(true);
+  WireResult<AdmittedJob> refused = Admit(s, ByteTokens, 16);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, v1::BAD_REQUEST);
+  EXPECT_NE(refused.error().text.find("amateur model"), std::string::npos) << refused.error().text;
+  WireResult<AdmittedJob> job = Admit(s, ByteTokens, 16, "/models/small.gguf");
+  ASSERT_TRUE(job.ok()) << job.error().text;
+  EXPECT_TRUE(job->params.contrastive);
+  EXPECT_EQ(job->params.contrastive_alpha, 0.1f);
+  // Bad alpha is the parameter's error, whatever the head has.
+  s.mutable_sampling()->set_contrastive_alpha(2.0f);
+  EXPECT_NE(Admit(s, ByteTokens, 16, "/models/small.gguf").error().text.find("contrastive_alpha"), std::string::npos);
+  // Without contrastive, a head with no amateur admits as before.
+  EXPECT_TRUE(Admit(Submit("abc"), ByteTokens, 16).ok());
+}
+
 }  // namespace
 }  // namespace troupe::scheduling
