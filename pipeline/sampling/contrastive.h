@@ -34,11 +34,12 @@
 //                        ─▶ greedy argmax | top-k ... temperature ─▶ draw
 //
 // i.e. first, on the raw logits of both models, as x-transformers applies it
-// before its filters and temperature. One exception, made by Generation:
-// while step < min_tokens the eos ids are masked in the expert row before
-// this step (otherwise a position where eos alone is plausible would leave
-// the Sampler's eos mask nothing to keep, and it would end the answer early). (x-transformers also switches its
-// filters off; ours stay as the params set them, all off by default.)
+// before its filters and temperature (x-transformers also switches its
+// filters off; ours stay as the params set them, all off by default). One
+// exception, made by Generation: while step < min_tokens the eos ids are
+// masked in the expert row before this step; otherwise a position where eos
+// alone is plausible would leave the Sampler's eos mask nothing to keep, and
+// eos would end the answer early.
 // Logprobs (pipeline/sampling/logprobs.h) still report the expert's own raw
 // distribution, not the contrastive scores.
 //
