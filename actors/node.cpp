@@ -74,6 +74,9 @@ Status LoadModel(const cluster::NodeConfig& c, NodeContext* ctx, std::shared_ptr
     ctx->tokenizer = std::move(tokenizer);
     ctx->embedding = std::move(embedding);
     ctx->lm_head = std::move(lm_head);
+    if (!c.amateur_model.empty()) {
+      TROUPE_ASSIGN_OR_RETURN(ctx->amateur, AmateurModel::Load(c.amateur_model, options, *source));
+    }
   }
   if (c.shard) {
     TROUPE_ASSIGN_OR_RETURN(auto d, Decoder::Load(*source, c.layer_begin, c.layer_end, options));

@@ -25,6 +25,7 @@
 #include "messages/protocol.h"
 #include "messages/reject_counters.h"
 #include "pipeline/format/model_source.h"
+#include "pipeline/model/amateur.h"
 #include "pipeline/model/embedding.h"
 #include "pipeline/model/lm_head.h"
 #include "pipeline/text/tokenizer.h"
@@ -87,6 +88,9 @@ struct NodeContext {
   std::shared_ptr<const Tokenizer> tokenizer;  // head
   std::shared_ptr<const Embedding> embedding;  // head
   std::shared_ptr<const LmHead> lm_head;       // head
+  // Head with config.amateur_model: contrastive decoding's amateur. Its
+  // sessions (and so its Decoder) are driven by the sampler actor alone.
+  std::shared_ptr<const AmateurModel> amateur;
 
   caf::actor scheduler, embedding_stage, shard, lm_head_stage, sampler;
 

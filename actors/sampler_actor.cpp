@@ -27,6 +27,9 @@ double PeakRssMb() {
 struct SamplerSession {
   SessionStart start;
   Generation generation;
+  // Contrastive decoding: the amateur's cache for this session, fed from the
+  // generation's tokens (a replay re-asks for the same row; see amateur.h).
+  std::unique_ptr<AmateurSession> amateur;
   int64_t sampled = 0;   // tokens sampled so far (an eos id included)
   uint32_t replays = 0;  // times the session was replayed over a new route
   Clock::time_point first_token, last_token, last_activity;
@@ -67,8 +70,18 @@ class SamplerActor : public StageActor {
     if (!gen.ok()) {
       return ReportFailure(id, v1::BAD_REQUEST, gen.status().ToString(), Origin{});
     }
+    std::unique_ptr<AmateurSession> amateur;
+    if (s.params.contrastive) {
+      if (ctx_->amateur == nullptr) {  // admission refuses these; a direct SessionStart may not
+        return ReportFailure(id, v1::BAD_REQUEST, "contrastive decoding needs an amateur model: this head has none",
+                             Origin{});
+      }
+      Result<std::unique_ptr<AmateurSession>> opened = ctx_->amateur->OpenSession(s.max_length);
+      if (!opened.ok()) return ReportFailure(id, v1::BAD_REQUEST, opened.status().ToString(), Origin{});
+      amateur = std::move(*opened);
+    }
     const auto now = Clock::now();
-    sessions_.emplace(id, SamplerSession{std::move(s), std::move(*gen), 0, 0, now, now, now});
+    sessions_.emplace(id, SamplerSession{std::move(s), std::move(*gen), std::move(amateur), 0, 0, now, now, now});
   }
 
   void OnMove(SessionMove& m) {
@@ -123,7 +136,13 @@ class SamplerActor : public StageActor {
     TokenEvent ev;
     {
       ComputeTimer timer(ctx_->counters.compute_ns);
-      ev = s.generation.Next(logits.data_ptr<float>(), logits.size(1));
+      const float* amateur_row = nullptr;
+      if (s.amateur) {
+        Result<const float*> row = s.amateur->LogitsAfter(s.generation.tokens());
+        if (!row.ok()) return Fail(id, v1::INTERNAL, "the amateur model failed: " + row.status().ToString());
+        amateur_row = *row;
+      }
+      ev = s.generation.Next(logits.data_ptr<float>(), logits.size(1), amateur_row);
     }
     ++s.sampled;
     if (s.sampled == 1) s.first_token = now;

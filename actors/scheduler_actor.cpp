@@ -119,7 +119,8 @@ class SchedulerActor : public StageActor {
       return PromptTokens(*ctx_->tokenizer, ctx_->source->tokenizer_spec(), r);
     };
     const ModelConfig& model = ctx_->source->config();
-    WireResult<sched::AdmittedJob> job = sched::Admit(submit, tokenize, {model.max_positions, model.vocab});
+    WireResult<sched::AdmittedJob> job =
+        sched::Admit(submit, tokenize, {model.max_positions, model.vocab, ctx_->config.amateur_model});
     if (!job.ok()) {
       return Execute(sched::Reply{
           client, ErrorEnvelope(job.error().code, job.error().text, ctx_->node_id, 0, request_id, job_id)});

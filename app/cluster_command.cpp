@@ -1,5 +1,5 @@
 // `troupe cluster up --shards N [--replicas R] [--dir DIR] [--base-port P]
-// [--http-port P]`: a head node and N×R shard processes on this machine
+// [--http-port P] [--amateur-model PATH]`: a head node and N×R shard processes on this machine
 // (cluster/local_cluster.h). Prints the job endpoint once the ring answers,
 // writes DIR/cluster.json (with the head's HTTP API port), and stays in the foreground until SIGINT/SIGTERM,
 // when it stops every node. Nodes die with it even when it is SIGKILLed.
@@ -41,6 +41,9 @@ void RegisterCluster(CLI::App& app) {
   up->add_flag("--insecure", o->insecure, "Plain node-to-node links (no CURVE)");
   up->add_option("--model", *model,
                  "GGUF file or Hugging Face folder (default: $TROUPE_MODEL, else the installed model)");
+  up->add_option("--amateur-model", o->amateur_model,
+                 "Contrastive decoding: the head's amateur model (same vocabulary as --model); without it "
+                 "contrastive jobs are refused");
   up->add_option("--threads", o->threads, "Compute threads per node (0 = all cores)")->capture_default_str();
   up->add_option("--cache-budget-mb", *budget_mb, "KV cache budget per shard node, MiB")->capture_default_str();
   up->add_option("--max-batch-sessions", o->max_batch_sessions, "Sessions per batch (0 = no limit)")

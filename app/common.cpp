@@ -66,6 +66,23 @@ void AddSamplingFlags(CLI::App* cmd, SamplingParams* p) {
       "Add BIAS (-100..100) to token ID's logit, as ID=BIAS (repeatable)");
   cmd->add_option("--logprobs", p->top_logprobs,
                   "With --json: each token's logprob and the N most likely tokens at its position (0..20)");
+  cmd->add_flag("--contrastive", p->contrastive,
+                "Contrastive decoding against an amateur model (generate: --amateur-model; cluster: the head's)");
+  cmd->add_option_function<float>(
+      "--contrastive-alpha",
+      [p](float alpha) {
+        p->contrastive = true;
+        p->contrastive_alpha = alpha;
+      },
+      "Contrastive plausibility cut: keep p_expert >= alpha * max p_expert, 0..1 (implies --contrastive; default 0.1)");
+  cmd->add_option_function<float>(
+      "--contrastive-beta",
+      [p](float beta) {
+        p->contrastive = true;
+        p->contrastive_beta = beta;
+      },
+      "Contrastive amateur weight: (1+beta) log p_expert - beta log p_amateur, >= 0 (implies --contrastive; default "
+      "0.5)");
   cmd->add_option("--seed", p->seed, "Random seed")->capture_default_str();
   cmd->add_option("--stop", p->stop, "Stop string (repeatable)");
 }

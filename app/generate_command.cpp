@@ -19,6 +19,7 @@ struct GenerateFlags {
   PromptRequest prompt;
   SamplingParams params;
   std::string model;
+  std::string amateur_model;  // contrastive decoding's amateur; implies params.contrastive
   ModelOptions options;
   bool json = false;
 };
@@ -26,6 +27,10 @@ struct GenerateFlags {
 void RunGenerate(const GenerateFlags& f) {
   auto engine = LoadEngineWithProgress(ResolveModelPath(f.model), f.options);
   if (!engine.ok()) return Fail(engine.status().ToString());
+  if (!f.amateur_model.empty()) {
+    Status s = (*engine)->LoadAmateur(f.amateur_model, f.options);
+    if (!s.ok()) return Fail(s.ToString());
+  }
   auto ids = PromptTokens((*engine)->tokenizer(), (*engine)->source().tokenizer_spec(), f.prompt);
   if (!ids.ok()) return Fail(ids.status().ToString());
   TokenPrinter printer(f.json);
@@ -45,6 +50,13 @@ void RegisterGenerate(CLI::App& app) {
   AddSamplingFlags(cmd, &flags->params);
   cmd->add_option("--model", flags->model,
                   "GGUF file or Hugging Face folder (default: $TROUPE_MODEL, else the installed model)");
+  cmd->add_option_function<std::string>(
+      "--amateur-model",
+      [flags](const std::string& path) {
+        flags->amateur_model = path;
+        flags->params.contrastive = true;
+      },
+      "Contrastive decoding: the amateur model (same vocabulary as --model; implies --contrastive)");
   cmd->add_option("--threads", flags->options.threads, "Worker threads (0 = all cores)")->capture_default_str();
   cmd->add_option("--device", flags->options.device, "cpu")->capture_default_str();
   cmd->add_flag("--json", flags->json, "One JSON line per token, then a summary line");

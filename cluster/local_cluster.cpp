@@ -195,6 +195,7 @@ Status LocalCluster::Launch(const ClusterOptions& o) {
     c.layer_begin = n.layer_begin;
     c.layer_end = n.layer_end;
     c.model = model;
+    if (n.head && !o.amateur_model.empty()) c.amateur_model = fs::weakly_canonical(o.amateur_model, ec).string();
     c.threads = o.threads;
     c.cache_budget_bytes = o.cache_budget_bytes;
     c.max_batch_sessions = o.max_batch_sessions;
@@ -319,6 +320,8 @@ Status LocalCluster::WriteClusterJson(const ClusterOptions& o) const {
       {"pid", static_cast<int>(::getpid())},
       {"dir", dir_},
       {"model", fs::weakly_canonical(o.model).string()},
+      {"amateur_model", o.amateur_model.empty() ? nlohmann::json(nullptr)
+                                                : nlohmann::json(fs::weakly_canonical(o.amateur_model).string())},
       {"shards", o.shards},
       {"replicas", o.replicas},
   };

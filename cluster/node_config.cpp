@@ -55,6 +55,7 @@ const std::set<std::string> kTopKeys = {"id",
                                         "roles",
                                         "layers",
                                         "model",
+                                        "amateur_model",
                                         "device",
                                         "threads",
                                         "cache_budget_mb",
@@ -142,6 +143,11 @@ Result<NodeConfig> ParseNodeConfig(const std::string& text, const std::string& b
   TROUPE_RETURN_IF_ERROR(Read(root, "model", &c.model, what));
   c.model = Resolve(base_dir, c.model);
   if (c.model.empty()) return Status::InvalidArgument(what + ": model: missing");
+  TROUPE_RETURN_IF_ERROR(Read(root, "amateur_model", &c.amateur_model, what));
+  if (!c.amateur_model.empty()) {
+    if (!c.head) return Status::InvalidArgument(what + ": amateur_model: only a head runs the amateur model");
+    c.amateur_model = Resolve(base_dir, c.amateur_model);
+  }
   TROUPE_RETURN_IF_ERROR(Read(root, "device", &c.device, what));
   TROUPE_RETURN_IF_ERROR(Read(root, "threads", &c.threads, what));
   if (c.threads < 0) return Status::InvalidArgument(what + ": threads: must be >= 0");
@@ -235,6 +241,7 @@ std::string NodeConfigToYaml(const NodeConfig& c) {
         << YAML::EndSeq;
   }
   out << YAML::Key << "model" << YAML::Value << c.model;
+  if (!c.amateur_model.empty()) out << YAML::Key << "amateur_model" << YAML::Value << c.amateur_model;
   out << YAML::Key << "device" << YAML::Value << c.device;
   out << YAML::Key << "threads" << YAML::Value << c.threads;
   out << YAML::Key << "cache_budget_bytes" << YAML::Value << c.cache_budget_bytes;

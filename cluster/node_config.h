@@ -5,6 +5,9 @@
 //   roles: [shard]                  # head (scheduler, embedding, lm_head, sampler) and/or shard
 //   layers: [0, 10]                 # shard: decoder layers [begin, end)
 //   model: /models/SmolLM2-135M-Instruct.Q4_1.gguf
+//   amateur_model: /models/small.gguf # head: contrastive decoding's amateur (same
+//                                   # vocabulary as model); absent = none, and
+//                                   # contrastive jobs are refused (BAD_REQUEST)
 //   device: cpu
 //   threads: 2                      # compute threads of this process; 0 = all cores
 //   cache_budget_mb: 512            # shard: KV cache memory for all sessions
@@ -67,6 +70,7 @@ struct NodeConfig {
   bool shard = false;
   int64_t layer_begin = 0, layer_end = 0;
   std::string model;
+  std::string amateur_model;  // head only; empty = no contrastive decoding
   std::string device = "cpu";
   int threads = 0;
   uint64_t cache_budget_bytes = uint64_t{512} << 20;

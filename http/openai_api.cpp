@@ -109,6 +109,34 @@ std::optional<ApiError> ReadBool(const json& body, const char* key, bool* out) {
   return std::nullopt;
 }
 
+// Troupe's extra `contrastive`: true (default alpha and beta), false, or
+// {"alpha": 0..1, "beta": >= 0} with either key optional.
+std::optional<ApiError> ReadContrastive(const json& body, SamplingParams* params) {
+  const json* v = Field(body, "contrastive");
+  if (!v) return std::nullopt;
+  if (v->is_boolean()) {
+    params->contrastive = v->get<bool>();
+    return std::nullopt;
+  }
+  if (!v->is_object()) return WrongType("contrastive", "an object {\"alpha\", \"beta\"} or a boolean", *v);
+  for (const auto& item : v->items()) {
+    if (item.key() != "alpha" && item.key() != "beta") {
+      return Invalid("contrastive." + item.key(), "unknown field (contrastive takes alpha and beta)");
+    }
+  }
+  params->contrastive = true;
+  for (const char* key : {"alpha", "beta"}) {
+    std::optional<double> x;
+    if (auto e = ReadNumber(*v, key, 0, key[0] == 'a' ? 1 : 1e6, &x)) {
+      e->param = std::string("contrastive.") + key;
+      e->message = "contrastive." + e->message;
+      return e;
+    }
+    if (x) (key[0] == 'a' ? params->contrastive_alpha : params->contrastive_beta) = static_cast<float>(*x);
+  }
+  return std::nullopt;
+}
+
 // A string content, or a list of {type: "text", text} parts joined.
 std::optional<ApiError> ReadContent(const json& v, const std::string& param, std::string* out) {
   if (v.is_string()) {
@@ -375,6 +403,7 @@ std::optional<ApiError> ParseRequest(ApiKind kind, const std::string& body, Pars
     if (n) params.top_logprobs = static_cast<int32_t>(*n);
   }
   out->logprobs = params.top_logprobs >= 0;
+  if (auto e = ReadContrastive(j, &params)) return e;
   // Extras: a kept session (the job protocol's session / keep / max_length);
   // a continuing chat sends only its new messages.
   if (const json* v = Field(j, "session")) {

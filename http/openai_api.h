@@ -14,7 +14,9 @@
 //   temperature 0..2 (default 1, as OpenAI; 0 = greedy), top_p (0, 1], seed,
 //   stop (a string or up to 4), stream, stream_options.include_usage, n (1),
 //   and the extras top_k, min_p, repeat_penalty (alias repetition_penalty),
-//   min_tokens. presence/frequency_penalty must be 0; logprobs, echo,
+//   min_tokens, and contrastive: true | {"alpha": 0..1, "beta": >= 0}
+//   (contrastive decoding against the head's amateur model; either key
+//   optional, defaults 0.1 and 0.5). presence/frequency_penalty must be 0; logprobs, echo,
 //   best_of > 1, logit_bias, suffix, tools and non-text response formats are
 //   refused (400, "unsupported_parameter"). `model` must be a string if
 //   given; any name is served by the one model. Unknown fields are ignored.

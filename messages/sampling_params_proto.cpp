@@ -22,6 +22,9 @@ v1::SamplingParams SamplingParamsToProto(const SamplingParams& params) {
   proto.set_frequency_penalty(params.frequency_penalty);
   proto.set_no_repeat_ngram_size(params.no_repeat_ngram_size);
   for (const auto& [id, bias] : params.logit_bias) (*proto.mutable_logit_bias())[id] = bias;
+  proto.set_contrastive(params.contrastive);
+  proto.set_contrastive_alpha(params.contrastive_alpha);
+  proto.set_contrastive_beta(params.contrastive_beta);
   return proto;
 }
 
@@ -44,6 +47,9 @@ WireResult<SamplingParams> SamplingParamsFromProto(const v1::SamplingParams& pro
   if (proto.has_no_repeat_ngram_size()) params.no_repeat_ngram_size = proto.no_repeat_ngram_size();
   params.logit_bias.assign(proto.logit_bias().begin(), proto.logit_bias().end());
   std::sort(params.logit_bias.begin(), params.logit_bias.end());  // map order is unspecified
+  if (proto.has_contrastive()) params.contrastive = proto.contrastive();
+  if (proto.has_contrastive_alpha()) params.contrastive_alpha = proto.contrastive_alpha();
+  if (proto.has_contrastive_beta()) params.contrastive_beta = proto.contrastive_beta();
   Status valid = params.Validate();
   if (!valid.ok()) return WireError{v1::BAD_REQUEST, valid.message()};
   return params;

@@ -30,6 +30,11 @@ WireResult<AdmittedJob> Admit(const v1::JobSubmit& submit, const Tokenize& token
   }
   WireResult<SamplingParams> params = SamplingParamsFromProto(submit.sampling());
   if (!params.ok()) return params.error();
+  if (params->contrastive && limits.amateur_model.empty()) {
+    return BadRequest(
+        "contrastive decoding needs an amateur model, and this head has none (start it with amateur_model: in its "
+        "node config, or troupe cluster up --amateur-model PATH)");
+  }
   const int inputs =
       (submit.prompt().empty() ? 0 : 1) + (submit.chat_size() > 0 ? 1 : 0) + (submit.prompt_tokens_size() > 0 ? 1 : 0);
   if (inputs > 1) return BadRequest("a job has one of a prompt, chat messages or prompt token ids");

@@ -6,6 +6,8 @@
 //      max_length only with a session name, max_length only with keep and
 //      at most `max_positions`;
 //   2. sampling parameters in range (SamplingParamsFromProto: its own code);
+//      contrastive decoding only where the head has an amateur model
+//      (`limits.amateur_model`, its path; empty = none);
 //   3. exactly one of a prompt, chat messages or prompt token ids; every chat
 //      role is system, user or assistant; every token id in [0, vocab);
 //   4. the prompt tokenizes (`tokenize`'s Status, as text) — a job that
@@ -22,6 +24,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "messages/troupe.pb.h"
@@ -51,6 +54,7 @@ struct AdmittedJob {
 struct AdmissionLimits {
   int64_t max_positions = 0;  // the model's context
   int64_t vocab = 0;          // token ids are in [0, vocab)
+  std::string amateur_model;  // the head's amateur (its path; empty = none): contrastive decoding needs one
 };
 
 WireResult<AdmittedJob> Admit(const v1::JobSubmit& submit, const Tokenize& tokenize, const AdmissionLimits& limits);

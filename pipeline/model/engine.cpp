@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "pipeline/model/amateur.h"
 #include "pipeline/model/decoder.h"
 #include "pipeline/model/embedding.h"
 #include "pipeline/model/kv_cache.h"
@@ -39,6 +40,11 @@ Result<std::unique_ptr<Engine>> Engine::Load(const std::string& path, const Mode
   return e;
 }
 
+Status Engine::LoadAmateur(const std::string& path, const ModelOptions& options) {
+  TROUPE_ASSIGN_OR_RETURN(amateur_, AmateurModel::Load(path, options, *source_));
+  return Status::Ok();
+}
+
 Result<GenerateStats> Engine::Generate(const std::vector<int32_t>& prompt, const SamplingParams& params,
                                        const std::function<void(const TokenEvent&)>& on_token) {
   TROUPE_ASSIGN_OR_RETURN(Generation gen, Generation::Create(*tokenizer_, params, prompt));
@@ -49,6 +55,19 @@ Result<GenerateStats> Engine::Generate(const std::vector<int32_t>& prompt, const
                               std::to_string(max_pos));
   const int64_t max_length = std::min<int64_t>(max_pos, n_prompt + params.max_tokens);
   TROUPE_ASSIGN_OR_RETURN(auto cache, KvCache::Create(decoder_->cache_shape(), max_length));
+  std::unique_ptr<AmateurSession> amateur;
+  if (params.contrastive) {
+    if (amateur_ == nullptr) {
+      return Status::InvalidArgument("contrastive decoding needs an amateur model (--amateur-model PATH)");
+    }
+    TROUPE_ASSIGN_OR_RETURN(amateur, amateur_->OpenSession(max_length));
+  }
+  // The amateur's row for the position after gen.tokens(), or nullptr when
+  // not decoding contrastively.
+  auto amateur_row = [&]() -> Result<const float*> {
+    if (amateur == nullptr) return static_cast<const float*>(nullptr);
+    return amateur->LogitsAfter(gen.tokens());
+  };
 
   GenerateStats stats;
   stats.prompt_tokens = n_prompt;
@@ -63,10 +82,11 @@ Result<GenerateStats> Engine::Generate(const std::vector<int32_t>& prompt, const
     last = h.slice(0, end - begin - 1, end - begin).contiguous();
   }
   TROUPE_ASSIGN_OR_RETURN(at::Tensor logits, lm_head_->Forward(last));
+  TROUPE_ASSIGN_OR_RETURN(const float* amateur_logits, amateur_row());
   stats.prefill_seconds = SecondsSince(t0);
   auto t1 = std::chrono::steady_clock::now();
   while (true) {
-    TokenEvent ev = gen.Next(logits.data_ptr<float>(), logits.size(1));
+    TokenEvent ev = gen.Next(logits.data_ptr<float>(), logits.size(1), amateur_logits);
     on_token(ev);
     if (gen.finished()) break;
     if (cache->length() >= max_length) {  // context exhausted before max_tokens
@@ -75,6 +95,7 @@ Result<GenerateStats> Engine::Generate(const std::vector<int32_t>& prompt, const
     TROUPE_ASSIGN_OR_RETURN(at::Tensor h, embedding_->Forward({ev.id}));
     TROUPE_RETURN_IF_ERROR(decoder_->Forward(h, {SessionRows{cache.get(), 1}}));
     TROUPE_ASSIGN_OR_RETURN(logits, lm_head_->Forward(h));
+    TROUPE_ASSIGN_OR_RETURN(amateur_logits, amateur_row());
     ++stats.decode_steps;
   }
   stats.decode_seconds = SecondsSince(t1);

@@ -3,8 +3,14 @@
 // and the conformance tests run; the reference the distributed ring must
 // reproduce token for token.
 //
-// Flow: Load → (Tokenize / Tokenizer) → Generate(prompt ids, params, callback)
-// or Score(ids). Thread-safety: one call at a time per Engine.
+// Flow: Load → [LoadAmateur] → (Tokenize / Tokenizer) → Generate(prompt ids,
+// params, callback) or Score(ids). Thread-safety: one call at a time per
+// Engine.
+//
+// Contrastive decoding (params.contrastive): the amateur model loaded by
+// LoadAmateur runs beside the expert with its own KvCache for the call — the
+// prompt as a prefill, then every sampled token — and its logits row joins
+// the expert's in Generation::Next (pipeline/sampling/contrastive.h).
 #pragma once
 
 #include <cstdint>
@@ -24,6 +30,7 @@ namespace troupe {
 class Embedding;
 class Decoder;
 class LmHead;
+class AmateurModel;
 
 struct GenerateStats {
   int64_t prompt_tokens = 0;     // the whole context before generating
@@ -51,9 +58,16 @@ class Engine {
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const ModelSource& source() const { return *source_; }
 
+  // Loads the amateur model of contrastive decoding (see AmateurModel::Load:
+  // InvalidArgument naming both models when the vocabularies differ). Replaces
+  // any amateur loaded before.
+  Status LoadAmateur(const std::string& path, const ModelOptions& options);
+  const AmateurModel* amateur() const { return amateur_.get(); }
+
   // Runs prompt + generation; calls on_token for every sampled token.
-  // InvalidArgument for bad params or an empty prompt; OutOfRange when the
-  // prompt does not fit the model's context.
+  // InvalidArgument for bad params, an empty prompt, or params.contrastive
+  // without an amateur loaded; OutOfRange when the prompt does not fit the
+  // model's (or the amateur's) context.
   Result<GenerateStats> Generate(const std::vector<int32_t>& prompt, const SamplingParams& params,
                                  const std::function<void(const TokenEvent&)>& on_token);
 
@@ -67,6 +81,7 @@ class Engine {
   std::unique_ptr<Embedding> embedding_;
   std::unique_ptr<Decoder> decoder_;
   std::unique_ptr<LmHead> lm_head_;
+  std::unique_ptr<AmateurModel> amateur_;  // null unless LoadAmateur succeeded
 };
 
 }  // namespace troupe

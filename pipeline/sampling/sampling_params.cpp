@@ -51,6 +51,12 @@ Status SamplingParams::Validate() const {
   if (top_logprobs < -1 || top_logprobs > 20) {
     return Bad("top_logprobs", top_logprobs, "must be in [0, 20] (-1 = no logprobs)");
   }
+  if (!(contrastive_alpha >= 0.0f && contrastive_alpha <= 1.0f)) {
+    return Bad("contrastive_alpha", contrastive_alpha, "must be in [0, 1]");
+  }
+  if (!(contrastive_beta >= 0.0f && std::isfinite(contrastive_beta))) {
+    return Bad("contrastive_beta", contrastive_beta, "must be finite and >= 0");
+  }
   for (size_t i = 0; i < stop.size(); ++i) {
     if (stop[i].empty()) {
       const std::string field = "stop[" + std::to_string(i) + "]";

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "pipeline/sampling/contrastive.h"
 #include "pipeline/status.h"
 
 namespace troupe {
@@ -50,12 +51,21 @@ struct SamplingParams {
   // Report each sampled token's logprob and this many most likely tokens
   // (pipeline/sampling/logprobs.h), 0..20; -1 = no logprobs.
   int32_t top_logprobs = -1;
+  // Contrastive decoding (pipeline/sampling/contrastive.h): combine the
+  // expert's logits with an amateur model's before the rest of the chain.
+  // Needs an amateur model where the session runs (a Generation fed without
+  // amateur logits refuses to sample); alpha and beta are validated even when
+  // off.
+  bool contrastive = false;
+  float contrastive_alpha = 0.1f;  // keep p_expert >= alpha * max p_expert, in [0, 1]
+  float contrastive_beta = 0.5f;   // score = (1+beta) log p_expert - beta log p_amateur, finite, >= 0
 
   // Ok, or InvalidArgument naming the first bad field and its value, e.g.
   // "SamplingParams.top_p = 1.5: must be in (0, 1]".
   Status Validate() const;
 
   bool greedy() const { return !(temperature > 0.0f); }
+  ContrastiveParams contrastive_params() const { return ContrastiveParams{contrastive_alpha, contrastive_beta}; }
 };
 
 }  // namespace troupe

@@ -69,6 +69,9 @@ TEST(NodeConfigTest, NamesTheBadKey) {
   EXPECT_NE(bad("id: a\nroles: [shard]\nlayers: [5, 5]\nmodel: m\n").find("layers"), std::string::npos);
   EXPECT_NE(bad("id: a\nroles: [chef]\nmodel: m\n").find("chef"), std::string::npos);
   EXPECT_NE(bad("id: a\nroles: [head]\nmodel: m\ncolour: red\n").find("colour"), std::string::npos);
+  EXPECT_NE(bad("id: a\nroles: [shard]\nlayers: [0, 1]\nmodel: m\nhead: h\npeers: [{id: h}]\namateur_model: s\n")
+                .find("amateur_model"),
+            std::string::npos);
   EXPECT_NE(bad("id: a\nroles: [head]\nmodel: m\nsecurity: {curve: true}\n").find("secret_key"), std::string::npos);
   EXPECT_NE(bad("id: a\nroles: [shard]\nlayers: [0, 1]\nmodel: m\nhead: h\n").find("head"), std::string::npos);
   EXPECT_NE(bad("[1, 2]").find("mapping"), std::string::npos);
@@ -105,6 +108,19 @@ endpoints:
                                "", "x.yaml");
   ASSERT_FALSE(shard.ok());
   EXPECT_NE(shard.status().message().find("only a head"), std::string::npos) << shard.status().ToString();
+}
+
+TEST(NodeConfigTest, AmateurModelOnAHead) {
+  auto c = ParseNodeConfig("id: head\nroles: [head]\nmodel: m.gguf\namateur_model: small/a.gguf\n", "/base", "test");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->amateur_model, "/base/small/a.gguf");
+  auto again = ParseNodeConfig(NodeConfigToYaml(*c), "/elsewhere", "round trip");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->amateur_model, "/base/small/a.gguf");
+  auto none = ParseNodeConfig("id: head\nroles: [head]\nmodel: m.gguf\n", "/base", "test");
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->amateur_model.empty());
+  EXPECT_EQ(NodeConfigToYaml(*none).find("amateur_model"), std::string::npos);
 }
 
 }  // namespace

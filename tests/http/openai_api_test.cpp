@@ -73,6 +73,30 @@ TEST(OpenAiApi, CompletionFieldsAndExtras) {
   EXPECT_TRUE(r.include_usage);
 }
 
+TEST(OpenAiApi, ContrastiveExtra) {
+  ParsedRequest off = MustParse(ApiKind::kCompletion, {{"prompt", "x"}});
+  EXPECT_FALSE(off.job.sampling().contrastive());
+  ParsedRequest on = MustParse(ApiKind::kChat, {{"messages", json::array({{{"role", "user"}, {"content", "hi"}}})},
+                                                {"contrastive", {{"alpha", 0.2}, {"beta", 1.5}}}});
+  EXPECT_TRUE(on.job.sampling().contrastive());
+  EXPECT_FLOAT_EQ(on.job.sampling().contrastive_alpha(), 0.2f);
+  EXPECT_FLOAT_EQ(on.job.sampling().contrastive_beta(), 1.5f);
+  ParsedRequest defaults = MustParse(ApiKind::kCompletion, {{"prompt", "x"}, {"contrastive", json::object()}});
+  EXPECT_TRUE(defaults.job.sampling().contrastive());
+  EXPECT_FLOAT_EQ(defaults.job.sampling().contrastive_alpha(), 0.1f);
+  EXPECT_FLOAT_EQ(defaults.job.sampling().contrastive_beta(), 0.5f);
+  EXPECT_TRUE(MustParse(ApiKind::kCompletion, {{"prompt", "x"}, {"contrastive", true}}).job.sampling().contrastive());
+  EXPECT_FALSE(MustParse(ApiKind::kCompletion, {{"prompt", "x"}, {"contrastive", false}}).job.sampling().contrastive());
+
+  EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "contrastive": {"alpha": 1.5}})").param,
+            "contrastive.alpha");
+  EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "contrastive": {"beta": -1}})").param,
+            "contrastive.beta");
+  EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "contrastive": {"gamma": 1}})").param,
+            "contrastive.gamma");
+  EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "contrastive": 0.5})").code, "invalid_type");
+}
+
 TEST(OpenAiApi, ChatMessagesInOrder) {
   ParsedRequest r = MustParse(
       ApiKind::kChat,

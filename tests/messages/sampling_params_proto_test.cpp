@@ -19,6 +19,9 @@ TEST(SamplingParamsProtoTest, EmptyMessageMeansDefaults) {
   EXPECT_EQ(p->seed, 0u);
   EXPECT_TRUE(p->stop.empty());
   EXPECT_EQ(p->top_logprobs, -1);  // no logprobs unless asked
+  EXPECT_FALSE(p->contrastive);
+  EXPECT_EQ(p->contrastive_alpha, d.contrastive_alpha);  // 0.1, not the proto3 zero
+  EXPECT_EQ(p->contrastive_beta, d.contrastive_beta);    // 0.5
 }
 
 TEST(SamplingParamsProtoTest, RoundTrip) {
@@ -39,6 +42,9 @@ TEST(SamplingParamsProtoTest, RoundTrip) {
   s.frequency_penalty = -1.25f;
   s.no_repeat_ngram_size = 3;
   s.logit_bias = {{2, -100.0f}, {7, 3.5f}};
+  s.contrastive = true;
+  s.contrastive_alpha = 0.25f;
+  s.contrastive_beta = 1.75f;
   v1::SamplingParams wire;
   ASSERT_TRUE(wire.ParseFromString(SamplingParamsToProto(s).SerializeAsString()));
   EXPECT_TRUE(wire.has_seed());
@@ -60,6 +66,17 @@ TEST(SamplingParamsProtoTest, RoundTrip) {
   EXPECT_EQ(back->frequency_penalty, s.frequency_penalty);
   EXPECT_EQ(back->no_repeat_ngram_size, s.no_repeat_ngram_size);
   EXPECT_EQ(back->logit_bias, s.logit_bias);  // in id order, whatever the map's order
+  EXPECT_TRUE(back->contrastive);
+  EXPECT_EQ(back->contrastive_alpha, s.contrastive_alpha);
+  EXPECT_EQ(back->contrastive_beta, s.contrastive_beta);
+}
+
+TEST(SamplingParamsProtoTest, ContrastiveUsesFields21To23) {
+  // Other work on the wire takes 17..20; these numbers are part of the contract.
+  const auto* d = v1::SamplingParams::descriptor();
+  EXPECT_EQ(d->FindFieldByName("contrastive")->number(), 21);
+  EXPECT_EQ(d->FindFieldByName("contrastive_alpha")->number(), 22);
+  EXPECT_EQ(d->FindFieldByName("contrastive_beta")->number(), 23);
 }
 
 TEST(SamplingParamsProtoTest, InvalidValuesAreBadRequest) {
@@ -81,6 +98,17 @@ TEST(SamplingParamsProtoTest, InvalidValuesAreBadRequest) {
   wire.Clear();
   wire.set_max_tokens(0);
   EXPECT_EQ(SamplingParamsFromProto(wire).error().code, v1::BAD_REQUEST);
+  wire.Clear();
+  wire.set_contrastive_alpha(1.5f);
+  WireResult<SamplingParams> a = SamplingParamsFromProto(wire);
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.error().code, v1::BAD_REQUEST);
+  EXPECT_NE(a.error().text.find("contrastive_alpha"), std::string::npos) << a.error().text;
+  wire.Clear();
+  wire.set_contrastive_beta(-1.0f);
+  WireResult<SamplingParams> b = SamplingParamsFromProto(wire);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.error().text.find("contrastive_beta"), std::string::npos) << b.error().text;
 }
 
 }  // namespace

@@ -15,6 +15,15 @@ Result<std::vector<int32_t>> ByteTokens(const PromptRequest& r) {
   return std::vector<int32_t>(text.begin(), text.end());
 }
 
+// A model of `max_positions` positions and 256 tokens, with an amateur when named.
+AdmissionLimits Limits(int64_t max_positions, const std::string& amateur_model = "") {
+  AdmissionLimits l;
+  l.max_positions = max_positions;
+  l.vocab = 256;
+  l.amateur_model = amateur_model;
+  return l;
+}
+
 v1::JobSubmit Submit(const std::string& prompt) {
   v1::JobSubmit s;
   s.set_prompt(prompt);
@@ -25,14 +34,14 @@ v1::JobSubmit Submit(const std::string& prompt) {
 TEST(AdmissionTest, AdmitsAPrompt) {
   v1::JobSubmit s = Submit("abc");
   s.set_stream(true);
-  WireResult<AdmittedJob> job = Admit(s, ByteTokens, {16, 256});
+  WireResult<AdmittedJob> job = Admit(s, ByteTokens, Limits(16));
   ASSERT_TRUE(job.ok()) << job.error().text;
   EXPECT_EQ(job->prompt, (std::vector<int32_t>{'a', 'b', 'c'}));
   EXPECT_EQ(job->params.max_tokens, 4);
   EXPECT_FALSE(job->seed_given);
   EXPECT_TRUE(job->stream);
   s.mutable_sampling()->set_seed(3);
-  job = Admit(s, ByteTokens, {16, 256});
+  job = Admit(s, ByteTokens, Limits(16));
   ASSERT_TRUE(job.ok());
   EXPECT_TRUE(job->seed_given);
   EXPECT_EQ(job->params.seed, 3u);
@@ -49,7 +58,7 @@ TEST(AdmissionTest, AdmitsAChatAsAConversation) {
     seen = r.chat && r.system == "be brief" && r.messages.size() == 1 && r.messages[0].role == "user";
     return ByteTokens(r);
   };
-  ASSERT_TRUE(Admit(s, tokenize, {16, 256}).ok());
+  ASSERT_TRUE(Admit(s, tokenize, Limits(16)).ok());
   EXPECT_TRUE(seen);
 }
 
@@ -57,7 +66,7 @@ TEST(AdmissionTest, TokenIdsAndKeptSessions) {
   v1::JobSubmit s = Submit("");
   s.add_prompt_tokens(7);
   s.add_prompt_tokens(0);
-  WireResult<AdmittedJob> job = Admit(s, ByteTokens, {16, 256});
+  WireResult<AdmittedJob> job = Admit(s, ByteTokens, Limits(16));
   ASSERT_TRUE(job.ok()) << job.error().text;
   EXPECT_EQ(job->prompt, (std::vector<int32_t>{7, 0}));
 
@@ -65,7 +74,7 @@ TEST(AdmissionTest, TokenIdsAndKeptSessions) {
   open.set_session("chat-1");
   open.set_keep(true);
   open.set_max_length(12);
-  job = Admit(open, ByteTokens, {16, 256});
+  job = Admit(open, ByteTokens, Limits(16));
   ASSERT_TRUE(job.ok()) << job.error().text;
   EXPECT_EQ(job->session, "chat-1");
   EXPECT_TRUE(job->keep);
@@ -80,7 +89,7 @@ TEST(AdmissionTest, TokenIdsAndKeptSessions) {
     continuation = r.continuation;
     return Result<std::vector<int32_t>>(std::vector<int32_t>{1, 2});
   };
-  job = Admit(next, tokenize, {16, 256});
+  job = Admit(next, tokenize, Limits(16));
   ASSERT_TRUE(job.ok()) << job.error().text;
   EXPECT_TRUE(continuation);
   EXPECT_TRUE(job->chat_continuation);
@@ -88,7 +97,7 @@ TEST(AdmissionTest, TokenIdsAndKeptSessions) {
 
 TEST(AdmissionTest, RefusesWhatCannotRun) {
   auto refusal = [](const v1::JobSubmit& s, int64_t max_positions = 16) {
-    WireResult<AdmittedJob> r = Admit(s, ByteTokens, {max_positions, 256});
+    WireResult<AdmittedJob> r = Admit(s, ByteTokens, Limits(max_positions));
     EXPECT_FALSE(r.ok());
     return r.ok() ? WireError{} : r.error();
   };
@@ -132,7 +141,26 @@ TEST(AdmissionTest, RefusesWhatCannotRun) {
   const WireError long_prompt = refusal(Submit("0123456789"), 10);
   EXPECT_EQ(long_prompt.code, v1::BAD_REQUEST);
   EXPECT_EQ(long_prompt.text, "the prompt has 10 tokens; the model's context is 10");
-  EXPECT_TRUE(Admit(Submit("012345678"), ByteTokens, {10, 256}).ok());
+  EXPECT_TRUE(Admit(Submit("012345678"), ByteTokens, Limits(10)).ok());
+}
+
+TEST(AdmissionTest, ContrastiveNeedsTheHeadsAmateur) {
+  v1::JobSubmit s = Submit("abc");
+  s.mutable_sampling()->set_contrastive(true);
+  WireResult<AdmittedJob> refused = Admit(s, ByteTokens, Limits(16));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, v1::BAD_REQUEST);
+  EXPECT_NE(refused.error().text.find("amateur model"), std::string::npos) << refused.error().text;
+  WireResult<AdmittedJob> job = Admit(s, ByteTokens, Limits(16, "/models/small.gguf"));
+  ASSERT_TRUE(job.ok()) << job.error().text;
+  EXPECT_TRUE(job->params.contrastive);
+  EXPECT_EQ(job->params.contrastive_alpha, 0.1f);
+  // Bad alpha is the parameter's error, whatever the head has.
+  s.mutable_sampling()->set_contrastive_alpha(2.0f);
+  EXPECT_NE(Admit(s, ByteTokens, Limits(16, "/models/small.gguf")).error().text.find("contrastive_alpha"),
+            std::string::npos);
+  // Without contrastive, a head with no amateur admits as before.
+  EXPECT_TRUE(Admit(Submit("abc"), ByteTokens, Limits(16)).ok());
 }
 
 }  // namespace

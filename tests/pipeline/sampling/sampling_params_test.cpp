@@ -42,6 +42,10 @@ TEST(SamplingParamsTest, AcceptsBoundaryValues) {
   EXPECT_TRUE(ValidateWith([](SamplingParams& p) { p.repeat_last_n = -1; }).ok());
   EXPECT_TRUE(ValidateWith([](SamplingParams& p) { p.max_tokens = 1; }).ok());
   EXPECT_TRUE(ValidateWith([](SamplingParams& p) { p.min_tokens = 1000; }).ok());
+  EXPECT_TRUE(ValidateWith([](SamplingParams& p) { p.contrastive_alpha = 0.0f; }).ok());
+  EXPECT_TRUE(ValidateWith([](SamplingParams& p) { p.contrastive_alpha = 1.0f; }).ok());
+  EXPECT_TRUE(ValidateWith([](SamplingParams& p) { p.contrastive_beta = 0.0f; }).ok());
+  EXPECT_TRUE(ValidateWith([](SamplingParams& p) { p.contrastive_beta = 100.0f; }).ok());
   SamplingParams negative;
   negative.temperature = -0.5f;
   EXPECT_TRUE(negative.greedy());
@@ -66,6 +70,12 @@ TEST(SamplingParamsTest, RejectsEachBadField) {
   ExpectBad([](SamplingParams& p) { p.min_tokens = -1; }, "min_tokens");
   ExpectBad([](SamplingParams& p) { p.max_tokens = 0; }, "max_tokens");
   ExpectBad([](SamplingParams& p) { p.stop = {"ok", ""}; }, "stop[1]");
+  ExpectBad([](SamplingParams& p) { p.contrastive_alpha = -0.01f; }, "contrastive_alpha");
+  ExpectBad([](SamplingParams& p) { p.contrastive_alpha = 1.01f; }, "contrastive_alpha");
+  ExpectBad([&](SamplingParams& p) { p.contrastive_alpha = nan; }, "contrastive_alpha");
+  ExpectBad([](SamplingParams& p) { p.contrastive_beta = -0.5f; }, "contrastive_beta");
+  ExpectBad([&](SamplingParams& p) { p.contrastive_beta = inf; }, "contrastive_beta");
+  ExpectBad([&](SamplingParams& p) { p.contrastive_beta = nan; }, "contrastive_beta");
 }
 
 TEST(SamplingParamsTest, MessageCarriesTheValue) {
