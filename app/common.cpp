@@ -66,6 +66,21 @@ void AddSamplingFlags(CLI::App* cmd, SamplingParams* p) {
       "Add BIAS (-100..100) to token ID's logit, as ID=BIAS (repeatable)");
   cmd->add_option("--logprobs", p->top_logprobs,
                   "With --json: each token's logprob and the N most likely tokens at its position (0..20)");
+  cmd->add_option("--num-beams", p->num_beams, "Beam search with this many beams (Hugging Face's rules); 1 = off")
+      ->capture_default_str();
+  cmd->add_option("--length-penalty", p->length_penalty, "Beam score = sum of logprobs / generated length ^ this")
+      ->capture_default_str();
+  cmd->add_option_function<std::string>(
+         "--early-stopping",
+         [p](const std::string& text) {
+           Result<EarlyStopping> mode = ParseEarlyStopping(text);
+           if (!mode.ok()) throw CLI::ValidationError("--early-stopping", mode.status().message());
+           p->early_stopping = mode.value();
+         },
+         "Beam search stops: true (num_beams finished), false (heuristic, the default) or never")
+      ->type_name("true|false|never");
+  cmd->add_option("--num-return-sequences", p->num_return_sequences, "Beam search: sequences to return (<= beams)")
+      ->capture_default_str();
   cmd->add_option("--seed", p->seed, "Random seed")->capture_default_str();
   cmd->add_option("--stop", p->stop, "Stop string (repeatable)");
 }

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <iostream>
 
+#include "pipeline/text/stream_decoder.h"
+
 namespace troupe::app {
 namespace {
 
@@ -57,6 +59,27 @@ void TokenPrinter::Done(const GenerateStats& s, const std::vector<std::pair<std:
   };
   for (const auto& [key, value] : extra) j[key] = value;
   std::cout << Dump(j) << "\n" << std::flush;
+}
+
+void PrintBeamSequences(bool json, const Tokenizer& tokenizer, const std::vector<BeamHypothesis>& sequences) {
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    const BeamHypothesis& seq = sequences[i];
+    StreamDecoder decoder(tokenizer);  // whole characters, U+FFFD for bytes that never form one
+    std::string text;
+    for (int32_t id : seq.tokens) text += decoder.Feed(id);
+    text += decoder.Flush();
+    if (!json) {
+      std::cout << (i > 0 ? "\n\n" : "") << text;
+      continue;
+    }
+    nlohmann::ordered_json line{{"sequence", i},
+                                {"tokens", seq.tokens},
+                                {"text", text},
+                                {"score", seq.score},
+                                {"finish_reason", seq.eos ? "eos" : "length"}};
+    std::cout << Dump(line) << "\n";
+  }
+  std::cout << std::flush;
 }
 
 Result<std::unique_ptr<Engine>> LoadEngineWithProgress(const std::string& path, ModelOptions options) {

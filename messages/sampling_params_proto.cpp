@@ -22,6 +22,10 @@ v1::SamplingParams SamplingParamsToProto(const SamplingParams& params) {
   proto.set_frequency_penalty(params.frequency_penalty);
   proto.set_no_repeat_ngram_size(params.no_repeat_ngram_size);
   for (const auto& [id, bias] : params.logit_bias) (*proto.mutable_logit_bias())[id] = bias;
+  proto.set_num_beams(params.num_beams);
+  proto.set_length_penalty(params.length_penalty);
+  proto.set_early_stopping(static_cast<v1::EarlyStopping>(params.early_stopping));
+  proto.set_num_return_sequences(params.num_return_sequences);
   return proto;
 }
 
@@ -44,6 +48,11 @@ WireResult<SamplingParams> SamplingParamsFromProto(const v1::SamplingParams& pro
   if (proto.has_no_repeat_ngram_size()) params.no_repeat_ngram_size = proto.no_repeat_ngram_size();
   params.logit_bias.assign(proto.logit_bias().begin(), proto.logit_bias().end());
   std::sort(params.logit_bias.begin(), params.logit_bias.end());  // map order is unspecified
+  if (proto.has_num_beams()) params.num_beams = proto.num_beams();
+  if (proto.has_length_penalty()) params.length_penalty = proto.length_penalty();
+  // Open enum: an unknown number reaches Validate(), which names the field.
+  if (proto.has_early_stopping()) params.early_stopping = static_cast<EarlyStopping>(proto.early_stopping());
+  if (proto.has_num_return_sequences()) params.num_return_sequences = proto.num_return_sequences();
   Status valid = params.Validate();
   if (!valid.ok()) return WireError{v1::BAD_REQUEST, valid.message()};
   return params;

@@ -3,8 +3,9 @@
 // and the conformance tests run; the reference the distributed ring must
 // reproduce token for token.
 //
-// Flow: Load → (Tokenize / Tokenizer) → Generate(prompt ids, params, callback)
-// or Score(ids). Thread-safety: one call at a time per Engine.
+// Flow: Load → (Tokenize / Tokenizer) → Generate(prompt ids, params, callback),
+// GenerateBeams(prompt ids, params) for beam search, or Score(ids).
+// Thread-safety: one call at a time per Engine.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include "pipeline/format/model_source.h"
 #include "pipeline/model/generation.h"
 #include "pipeline/model/model_options.h"
+#include "pipeline/sampling/beam_search.h"
 #include "pipeline/status.h"
 #include "pipeline/text/tokenizer.h"
 
@@ -40,6 +42,14 @@ struct ScoreResult {
   std::vector<float> logprobs;  // [n-1]: logprobs[i]: log p(tokens[i+1] | tokens[0..i])
 };
 
+// What GenerateBeams returns: the best num_return_sequences sequences, best
+// first; stats describe the best one (generated_tokens, finish) and the run.
+struct BeamGenerateResult {
+  GenerateStats stats;
+  std::vector<BeamHypothesis> sequences;
+  int64_t cache_copies = 0;  // beam rows whose KV cache was refilled from another's
+};
+
 class Engine {
  public:
   // `path`: a GGUF file or Hugging Face folder.
@@ -51,10 +61,16 @@ class Engine {
   const ModelSource& source() const { return *source_; }
 
   // Runs prompt + generation; calls on_token for every sampled token.
-  // InvalidArgument for bad params or an empty prompt; OutOfRange when the
-  // prompt does not fit the model's context.
+  // InvalidArgument for bad params, beam search (GenerateBeams) or an empty
+  // prompt; OutOfRange when the prompt does not fit the model's context.
   Result<GenerateStats> Generate(const std::vector<int32_t>& prompt, const SamplingParams& params,
                                  const std::function<void(const TokenEvent&)>& on_token);
+
+  // Beam search (params.num_beams >= 1; pipeline/sampling/beam_search.h):
+  // the beams are rows of one batch, each with its own KV cache, reordered by
+  // parent after every step (ReorderBeamCaches). At most max_tokens new
+  // tokens, fewer if the context ends first. Errors as Generate.
+  Result<BeamGenerateResult> GenerateBeams(const std::vector<int32_t>& prompt, const SamplingParams& params);
 
   // Teacher-forced scoring of a token sequence (at least 2 tokens).
   Result<ScoreResult> Score(const std::vector<int32_t>& tokens);

@@ -1,5 +1,6 @@
 #include "pipeline/model/kv_cache.h"
 
+#include <cstring>
 #include <new>
 #include <string>
 
@@ -30,6 +31,28 @@ Status KvCache::Check(int64_t n) const {
   if (n < 0 || length_ + n > max_length_)
     return Status::ResourceExhausted("the session needs " + std::to_string(length_ + n) +
                                      " positions but its KV cache holds " + std::to_string(max_length_));
+  return Status::Ok();
+}
+
+Status KvCache::CopyFrom(const KvCache& source) {
+  const KvCacheShape& o = source.shape_;
+  if (o.begin_layer != shape_.begin_layer || o.end_layer != shape_.end_layer || o.n_kv_heads != shape_.n_kv_heads ||
+      o.head_dim != shape_.head_dim) {
+    return Status::InvalidArgument("KV cache copy between different shapes");
+  }
+  if (source.length_ > max_length_) {
+    return Status::InvalidArgument("KV cache copy of " + std::to_string(source.length_) +
+                                   " positions into a cache of " + std::to_string(max_length_));
+  }
+  if (&source == this) return Status::Ok();
+  const size_t bytes = static_cast<size_t>(source.length_ * shape_.head_dim) * sizeof(uint16_t);
+  for (int64_t layer = shape_.begin_layer; layer < shape_.end_layer; ++layer) {
+    for (int64_t h = 0; h < shape_.n_kv_heads; ++h) {
+      std::memcpy(keys(layer, h), source.keys(layer, h), bytes);
+      std::memcpy(values(layer, h), source.values(layer, h), bytes);
+    }
+  }
+  length_ = source.length_;
   return Status::Ok();
 }
 

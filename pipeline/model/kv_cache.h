@@ -51,9 +51,20 @@ class KvCache {
     if (length < length_) length_ = length;
   }
 
+  // Makes this cache a copy of `source`'s positions [0, source.length()) and
+  // sets length to match (a beam taking its parent's history).
+  // InvalidArgument when the shapes differ or the positions do not fit.
+  Status CopyFrom(const KvCache& source);
+
   // [max_length, head_dim] fp16 rows of one global layer index and kv head.
   uint16_t* keys(int64_t layer, int64_t kv_head);
   uint16_t* values(int64_t layer, int64_t kv_head);
+  const uint16_t* keys(int64_t layer, int64_t kv_head) const {
+    return const_cast<KvCache*>(this)->keys(layer, kv_head);
+  }
+  const uint16_t* values(int64_t layer, int64_t kv_head) const {
+    return const_cast<KvCache*>(this)->values(layer, kv_head);
+  }
 
  private:
   KvCache() = default;
