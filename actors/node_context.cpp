@@ -41,6 +41,7 @@ v1::MetricsSnapshot NodeMetrics(const NodeContext& ctx) {
   n["sessions_resumed_total"] = c.sessions_resumed_total.load();
   n["jobs_queued_total"] = c.jobs_queued_total.load();
   n["send_errors_total"] = c.send_errors_total.load();
+  n["beam_reorders_total"] = c.beam_reorders_total.load();
   n["compute_microseconds_total"] = c.compute_ns.load() / 1000;
   ctx.rejects.AppendTo(&m);
   return m;

@@ -46,6 +46,7 @@ struct NodeCounters {
   std::atomic<uint64_t> sessions_resumed_total{0};  // sessions replayed on a new route after a node died
   std::atomic<uint64_t> jobs_queued_total{0};       // jobs that had to wait for KV cache
   std::atomic<uint64_t> send_errors_total{0};
+  std::atomic<uint64_t> beam_reorders_total{0};  // beam rows whose KV cache a shard refilled from their parent's
   std::atomic<uint64_t> compute_ns{
       0};  // time in model code (forward, sampling); exported as compute_microseconds_total
 };

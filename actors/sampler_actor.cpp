@@ -10,6 +10,8 @@
 #include "messages/envelope_codec.h"
 #include "messages/finish_reason_proto.h"
 #include "pipeline/model/generation.h"
+#include "pipeline/sampling/beam_search.h"
+#include "pipeline/text/stream_decoder.h"
 
 namespace troupe::actors {
 namespace {
@@ -30,6 +32,7 @@ struct SamplerSession {
   int64_t sampled = 0;   // tokens sampled so far (an eos id included)
   uint32_t replays = 0;  // times the session was replayed over a new route
   Clock::time_point first_token, last_token, last_activity;
+  std::shared_ptr<BeamSearch> beams;  // beam search sessions only
 };
 
 class SamplerActor : public StageActor {
@@ -67,8 +70,18 @@ class SamplerActor : public StageActor {
     if (!gen.ok()) {
       return ReportFailure(id, v1::BAD_REQUEST, gen.status().ToString(), Origin{});
     }
+    std::shared_ptr<BeamSearch> beams;
+    if (s.params.beam_search()) {
+      std::vector<int32_t> eos;
+      if (ctx_->tokenizer->eos_id() >= 0) eos.push_back(ctx_->tokenizer->eos_id());
+      if (ctx_->tokenizer->eot_id() >= 0) eos.push_back(ctx_->tokenizer->eot_id());
+      const int64_t max_new = s.max_length - static_cast<int64_t>(s.prompt.size());
+      Result<BeamSearch> search = BeamSearch::Create(s.params, std::move(eos), max_new);
+      if (!search.ok()) return ReportFailure(id, v1::BAD_REQUEST, search.status().ToString(), Origin{});
+      beams = std::make_shared<BeamSearch>(std::move(*search));
+    }
     const auto now = Clock::now();
-    sessions_.emplace(id, SamplerSession{std::move(s), std::move(*gen), 0, 0, now, now, now});
+    sessions_.emplace(id, SamplerSession{std::move(s), std::move(*gen), 0, 0, now, now, now, std::move(beams)});
   }
 
   void OnMove(SessionMove& m) {
@@ -90,6 +103,7 @@ class SamplerActor : public StageActor {
     SamplerSession& s = it->second;
     s.last_activity = Clock::now();
     ++s.replays;
+    if (s.beams && s.beams->step() > 0) return ReplayBeams(id, s);
     const std::vector<int32_t>& tokens = s.generation.tokens();
     v1::Step step;
     step.set_session_id(id);
@@ -108,6 +122,7 @@ class SamplerActor : public StageActor {
     auto it = sessions_.find(id);
     if (it == sessions_.end()) return;  // dropped meanwhile (cancelled or failed)
     SamplerSession& s = it->second;
+    if (s.beams) return OnBeamLogits(it, m);
     const at::Tensor& logits = m.tensor;
     if (!logits.defined() || logits.dim() != 2 || logits.size(0) != 1 || logits.scalar_type() != at::kFloat ||
         !logits.is_contiguous()) {
@@ -179,6 +194,139 @@ class SamplerActor : public StageActor {
     f->set_prompt_tokens(static_cast<uint32_t>(s.start.prompt.size()));
     const int64_t generated = s.generation.generated_tokens() - (reason == FinishReason::kEos ? 1 : 0);
     f->set_generated_tokens(static_cast<uint32_t>(generated));
+    f->set_queue_seconds(Seconds(s.start.opened - s.start.submitted));
+    f->set_first_token_seconds(Seconds(s.first_token - s.start.opened));
+    f->set_total_seconds(Seconds(s.last_token - s.start.submitted));
+    f->set_decode_steps(static_cast<uint32_t>(s.sampled - 1));
+    f->set_decode_seconds(Seconds(s.last_token - s.first_token));
+    f->set_peak_rss_mb(PeakRssMb());
+    f->set_replays(s.replays);
+    Sent(sender_.Reply(s.start.client, std::move(env)));
+    send(ctx_->scheduler, SessionDone{it->first});
+    sessions_.erase(it);
+  }
+
+  // ------------------------------------------------------------ beam search
+
+  // The route's embedding and shard hops only: a replay step that fills
+  // caches and asks for no logits.
+  std::vector<v1::RouteHop> ShardsOnly(const SamplerSession& s) const {
+    std::vector<v1::RouteHop> hops;
+    for (const v1::RouteHop& hop : s.start.route) {
+      if (hop.stage() == v1::STAGE_EMBEDDING || hop.stage() == v1::STAGE_SHARD) hops.push_back(hop);
+    }
+    return hops;
+  }
+
+  // A step of one token per beam row at `position`.
+  Status SendBeamStep(uint64_t id, uint32_t position, const std::vector<int32_t>& tokens,
+                      const std::vector<int32_t>& parents, const std::vector<v1::RouteHop>& route) {
+    v1::Step step;
+    step.set_session_id(id);
+    step.set_first_position(position);
+    step.set_token_count(static_cast<uint32_t>(tokens.size()));
+    for (int32_t t : tokens) step.add_token_ids(t);
+    for (int32_t p : parents) step.add_parent_rows(static_cast<uint32_t>(p));
+    for (const v1::RouteHop& hop : route) *step.add_rest_of_route() = hop;
+    return sender_.ForwardStep(std::move(step), at::Tensor());
+  }
+
+  void OnBeamLogits(std::map<uint64_t, SamplerSession>::iterator it, StepMessage& m) {
+    const uint64_t id = it->first;
+    SamplerSession& s = it->second;
+    BeamSearch& search = *s.beams;
+    const at::Tensor& logits = m.tensor;
+    if (!logits.defined() || logits.dim() != 2 || logits.size(0) != search.rows() ||
+        logits.scalar_type() != at::kFloat || !logits.is_contiguous()) {
+      return Fail(id, v1::BAD_TENSOR, "beam search needs logits [" + std::to_string(search.rows()) + ", vocab] f32");
+    }
+    const int64_t prompt = static_cast<int64_t>(s.start.prompt.size());
+    const int64_t expected = prompt - 1 + search.step();
+    if (static_cast<int64_t>(m.step.first_position()) != expected) {
+      return Fail(
+          id, v1::BAD_REQUEST,
+          "logits for position " + std::to_string(m.step.first_position()) + ", expected " + std::to_string(expected));
+    }
+    Status st;
+    {
+      ComputeTimer timer(ctx_->counters.compute_ns);
+      st = search.Advance(logits.data_ptr<float>(), logits.size(0), logits.size(1));
+    }
+    if (!st.ok()) return Fail(id, v1::INTERNAL, "beam search: " + st.ToString());
+    const auto now = Clock::now();
+    s.sampled = search.step();
+    if (s.sampled == 1) s.first_token = now;
+    s.last_token = s.last_activity = now;
+    ctx_->counters.steps_total++;
+    if (search.done()) return FinishBeams(it);
+    st = SendBeamStep(id, static_cast<uint32_t>(prompt - 1 + search.step()), search.next_tokens(), search.parents(),
+                      s.start.route);
+    if (!st.ok()) return Fail(id, v1::UNAVAILABLE, "sampler cannot forward: " + st.ToString());
+    ScheduleRetry();
+  }
+
+  // Rebuilds every beam row's cache over a new route: the prompt into row 0,
+  // then one step per generated position with each row's own token (the first
+  // copies row 0 to every row, the others keep their rows); the last step
+  // goes round the whole ring for the logits the search waits for.
+  void ReplayBeams(uint64_t id, SamplerSession& s) {
+    const BeamSearch& search = *s.beams;
+    const std::vector<v1::RouteHop> shards = ShardsOnly(s);
+    ctx_->counters.sessions_resumed_total++;
+    v1::Step prefill;
+    prefill.set_session_id(id);
+    prefill.set_first_position(0);
+    prefill.set_token_count(static_cast<uint32_t>(s.start.prompt.size()));
+    for (int32_t t : s.start.prompt) prefill.add_token_ids(t);
+    for (const v1::RouteHop& hop : shards) *prefill.add_rest_of_route() = hop;
+    Status st = sender_.ForwardStep(std::move(prefill), at::Tensor());
+    const int64_t prompt = static_cast<int64_t>(s.start.prompt.size());
+    const int32_t rows = search.num_beams();
+    for (int64_t j = 0; j < search.step() && st.ok(); ++j) {
+      std::vector<int32_t> tokens, parents;
+      for (int32_t r = 0; r < rows; ++r) {
+        tokens.push_back(search.beam_tokens(r)[static_cast<size_t>(j)]);
+        parents.push_back(j == 0 ? 0 : r);
+      }
+      st = SendBeamStep(id, static_cast<uint32_t>(prompt + j), tokens, parents,
+                        j + 1 == search.step() ? s.start.route : shards);
+    }
+    if (!st.ok()) return Fail(id, v1::UNAVAILABLE, "sampler cannot replay the beams: " + st.ToString());
+    ScheduleRetry();
+  }
+
+  // The returned sequences (one Token each), then Finish; mirrors Finish().
+  void FinishBeams(std::map<uint64_t, SamplerSession>::iterator it) {
+    SamplerSession& s = it->second;
+    const std::vector<BeamHypothesis> sequences = s.beams->Finish();
+    for (size_t i = 0; i < sequences.size(); ++i) {
+      const BeamHypothesis& seq = sequences[i];
+      StreamDecoder decoder(*ctx_->tokenizer);
+      std::string text;
+      for (int32_t t : seq.tokens) text += decoder.Feed(t);
+      text += decoder.Flush();
+      v1::Envelope env = NewEnvelope(s.start.request_id);
+      v1::Token* t = env.mutable_token();
+      t->set_session_id(it->first);
+      t->set_job_id(s.start.job_id);
+      t->set_index(static_cast<uint32_t>(i));
+      t->set_token_id(-1);
+      t->set_text(text);
+      t->set_eos(seq.eos);
+      v1::BeamSequence* b = t->mutable_beam_sequence();
+      b->set_index(static_cast<uint32_t>(i));
+      for (int32_t id : seq.tokens) b->add_token_ids(id);
+      b->set_score(seq.score);
+      Sent(sender_.Reply(s.start.client, std::move(env)));
+    }
+    const bool eos = !sequences.empty() && sequences[0].eos;
+    v1::Envelope env = NewEnvelope(s.start.request_id);
+    v1::Finish* f = env.mutable_finish();
+    f->set_session_id(it->first);
+    f->set_job_id(s.start.job_id);
+    f->set_reason(FinishReasonToProto(eos ? FinishReason::kEos : FinishReason::kLength));
+    f->set_prompt_tokens(static_cast<uint32_t>(s.start.prompt.size()));
+    f->set_generated_tokens(sequences.empty() ? 0 : static_cast<uint32_t>(sequences[0].tokens.size()));
     f->set_queue_seconds(Seconds(s.start.opened - s.start.submitted));
     f->set_first_token_seconds(Seconds(s.first_token - s.start.opened));
     f->set_total_seconds(Seconds(s.last_token - s.start.submitted));

@@ -39,7 +39,10 @@ void RunGenerate(const GenerateFlags& f) {
   if (f.params.beam_search()) {
     auto result = (*engine)->GenerateBeams(ids.value(), f.params);
     if (!result.ok()) return Fail(result.status().ToString());
-    PrintBeamSequences(f.json, (*engine)->tokenizer(), result->sequences);
+    std::vector<std::string> texts;
+    for (const BeamHypothesis& seq : result->sequences)
+      texts.push_back(DecodeAnswer((*engine)->tokenizer(), seq.tokens));
+    PrintBeamSequences(f.json, result->sequences, texts);
     TokenPrinter(f.json).Done(result->stats, {{"beam_cache_copies", static_cast<double>(result->cache_copies)}});
     return;
   }

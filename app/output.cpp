@@ -61,13 +61,18 @@ void TokenPrinter::Done(const GenerateStats& s, const std::vector<std::pair<std:
   std::cout << Dump(j) << "\n" << std::flush;
 }
 
-void PrintBeamSequences(bool json, const Tokenizer& tokenizer, const std::vector<BeamHypothesis>& sequences) {
+std::string DecodeAnswer(const Tokenizer& tokenizer, const std::vector<int32_t>& tokens) {
+  StreamDecoder decoder(tokenizer);
+  std::string text;
+  for (int32_t id : tokens) text += decoder.Feed(id);
+  return text + decoder.Flush();
+}
+
+void PrintBeamSequences(bool json, const std::vector<BeamHypothesis>& sequences,
+                        const std::vector<std::string>& texts) {
   for (size_t i = 0; i < sequences.size(); ++i) {
     const BeamHypothesis& seq = sequences[i];
-    StreamDecoder decoder(tokenizer);  // whole characters, U+FFFD for bytes that never form one
-    std::string text;
-    for (int32_t id : seq.tokens) text += decoder.Feed(id);
-    text += decoder.Flush();
+    const std::string& text = texts[i];
     if (!json) {
       std::cout << (i > 0 ? "\n\n" : "") << text;
       continue;

@@ -3,7 +3,8 @@
 // output format of `troupe generate` (app/output.h; the summary's figures come
 // from the head's Finish record, peak_rss_mb is this client's; after the
 // documented keys it adds queue_seconds, total_seconds, replays and
-// head_peak_rss_mb from the Finish record). Errors
+// head_peak_rss_mb from the Finish record); beam search prints its sequence
+// lines as `generate` does, from the sampler's Token.beam_sequence. Errors
 // (CACHE_FULL, NO_ROUTE, a dead cluster...) go to stderr with exit code 1.
 // The job endpoint is plain on loopback; elsewhere pass --server-key (and
 // --client-key, a key the head's allowlist knows).
@@ -54,7 +55,15 @@ void RunSubmit(const SubmitFlags& f) {
   *job.mutable_sampling() = SamplingParamsToProto(f.params);
   job.set_stream(true);
   TokenPrinter printer(f.json);
+  std::vector<BeamHypothesis> sequences;  // beam search: the returned sequences, printed at the end
+  std::vector<std::string> texts;
   auto on_token = [&](const v1::Token& t) {
+    if (t.has_beam_sequence()) {
+      const v1::BeamSequence& b = t.beam_sequence();
+      sequences.push_back(BeamHypothesis{{b.token_ids().begin(), b.token_ids().end()}, b.score(), 0.0, t.eos()});
+      texts.push_back(t.text());
+      return;
+    }
     TokenEvent ev;
     ev.id = t.token_id();
     ev.text = t.text();
@@ -72,6 +81,7 @@ void RunSubmit(const SubmitFlags& f) {
   };
   auto finish = (*client)->Run(job, on_token, on_queued);
   if (!finish.ok()) return Fail(finish.status().message());
+  if (!sequences.empty()) PrintBeamSequences(f.json, sequences, texts);
   GenerateStats stats;
   stats.prompt_tokens = finish->prompt_tokens();
   stats.generated_tokens = finish->generated_tokens();

@@ -18,10 +18,6 @@ WireResult<AdmittedJob> Admit(const v1::JobSubmit& submit, const Tokenize& token
   }
   WireResult<SamplingParams> params = SamplingParamsFromProto(submit.sampling());
   if (!params.ok()) return params.error();
-  if (params->beam_search()) {
-    return BadRequest("SamplingParams.num_beams = " + std::to_string(params->num_beams) +
-                      ": beam search runs only in one process (`troupe generate`) so far, not through the cluster");
-  }
   PromptRequest prompt;
   if (submit.chat_size() > 0) {
     if (!submit.prompt().empty()) return BadRequest("a job has either a prompt or chat messages");

@@ -93,8 +93,9 @@ void JobLifecycle::OpenOnShards(Job& job, Clock::time_point now, Actions& out) {
   }
   for (const v1::RouteHop& hop : job.route) {
     if (hop.stage() != v1::STAGE_SHARD) continue;
-    out.push_back(ToNode{hop.node_id(), hop.endpoint(), job.session_id,
-                         SessionOpenEnvelope(job.session_id, job.max_length, config_.fingerprint)});
+    out.push_back(
+        ToNode{hop.node_id(), hop.endpoint(), job.session_id,
+               SessionOpenEnvelope(job.session_id, job.max_length, config_.fingerprint, job.params.num_beams)});
   }
 }
 
