@@ -6,12 +6,12 @@
 #include <map>
 #include <optional>
 
+#include "actors/beam_steps.h"
 #include "actors/stage_actor.h"
 #include "messages/envelope_codec.h"
 #include "messages/finish_reason_proto.h"
 #include "pipeline/model/generation.h"
 #include "pipeline/sampling/beam_search.h"
-#include "pipeline/text/stream_decoder.h"
 
 namespace troupe::actors {
 namespace {
@@ -208,29 +208,6 @@ class SamplerActor : public StageActor {
 
   // ------------------------------------------------------------ beam search
 
-  // The route's embedding and shard hops only: a replay step that fills
-  // caches and asks for no logits.
-  std::vector<v1::RouteHop> ShardsOnly(const SamplerSession& s) const {
-    std::vector<v1::RouteHop> hops;
-    for (const v1::RouteHop& hop : s.start.route) {
-      if (hop.stage() == v1::STAGE_EMBEDDING || hop.stage() == v1::STAGE_SHARD) hops.push_back(hop);
-    }
-    return hops;
-  }
-
-  // A step of one token per beam row at `position`.
-  Status SendBeamStep(uint64_t id, uint32_t position, const std::vector<int32_t>& tokens,
-                      const std::vector<int32_t>& parents, const std::vector<v1::RouteHop>& route) {
-    v1::Step step;
-    step.set_session_id(id);
-    step.set_first_position(position);
-    step.set_token_count(static_cast<uint32_t>(tokens.size()));
-    for (int32_t t : tokens) step.add_token_ids(t);
-    for (int32_t p : parents) step.add_parent_rows(static_cast<uint32_t>(p));
-    for (const v1::RouteHop& hop : route) *step.add_rest_of_route() = hop;
-    return sender_.ForwardStep(std::move(step), at::Tensor());
-  }
-
   void OnBeamLogits(std::map<uint64_t, SamplerSession>::iterator it, StepMessage& m) {
     const uint64_t id = it->first;
     SamplerSession& s = it->second;
@@ -259,37 +236,19 @@ class SamplerActor : public StageActor {
     s.last_token = s.last_activity = now;
     ctx_->counters.steps_total++;
     if (search.done()) return FinishBeams(it);
-    st = SendBeamStep(id, static_cast<uint32_t>(prompt - 1 + search.step()), search.next_tokens(), search.parents(),
-                      s.start.route);
+    st = sender_.ForwardStep(BeamStep(id, static_cast<uint32_t>(prompt - 1 + search.step()), search.next_tokens(),
+                                      search.parents(), s.start.route),
+                             at::Tensor());
     if (!st.ok()) return Fail(id, v1::UNAVAILABLE, "sampler cannot forward: " + st.ToString());
     ScheduleRetry();
   }
 
-  // Rebuilds every beam row's cache over a new route: the prompt into row 0,
-  // then one step per generated position with each row's own token (the first
-  // copies row 0 to every row, the others keep their rows); the last step
-  // goes round the whole ring for the logits the search waits for.
+  // Every beam's history over the new route (BeamReplaySteps).
   void ReplayBeams(uint64_t id, SamplerSession& s) {
-    const BeamSearch& search = *s.beams;
-    const std::vector<v1::RouteHop> shards = ShardsOnly(s);
     ctx_->counters.sessions_resumed_total++;
-    v1::Step prefill;
-    prefill.set_session_id(id);
-    prefill.set_first_position(0);
-    prefill.set_token_count(static_cast<uint32_t>(s.start.prompt.size()));
-    for (int32_t t : s.start.prompt) prefill.add_token_ids(t);
-    for (const v1::RouteHop& hop : shards) *prefill.add_rest_of_route() = hop;
-    Status st = sender_.ForwardStep(std::move(prefill), at::Tensor());
-    const int64_t prompt = static_cast<int64_t>(s.start.prompt.size());
-    const int32_t rows = search.num_beams();
-    for (int64_t j = 0; j < search.step() && st.ok(); ++j) {
-      std::vector<int32_t> tokens, parents;
-      for (int32_t r = 0; r < rows; ++r) {
-        tokens.push_back(search.beam_tokens(r)[static_cast<size_t>(j)]);
-        parents.push_back(j == 0 ? 0 : r);
-      }
-      st = SendBeamStep(id, static_cast<uint32_t>(prompt + j), tokens, parents,
-                        j + 1 == search.step() ? s.start.route : shards);
+    Status st;
+    for (v1::Step& step : BeamReplaySteps(id, s.start.prompt, *s.beams, s.start.route)) {
+      if (st = sender_.ForwardStep(std::move(step), at::Tensor()); !st.ok()) break;
     }
     if (!st.ok()) return Fail(id, v1::UNAVAILABLE, "sampler cannot replay the beams: " + st.ToString());
     ScheduleRetry();
@@ -300,23 +259,11 @@ class SamplerActor : public StageActor {
     SamplerSession& s = it->second;
     const std::vector<BeamHypothesis> sequences = s.beams->Finish();
     for (size_t i = 0; i < sequences.size(); ++i) {
-      const BeamHypothesis& seq = sequences[i];
-      StreamDecoder decoder(*ctx_->tokenizer);
-      std::string text;
-      for (int32_t t : seq.tokens) text += decoder.Feed(t);
-      text += decoder.Flush();
       v1::Envelope env = NewEnvelope(s.start.request_id);
       v1::Token* t = env.mutable_token();
+      *t = BeamSequenceToken(sequences[i], static_cast<uint32_t>(i), *ctx_->tokenizer);
       t->set_session_id(it->first);
       t->set_job_id(s.start.job_id);
-      t->set_index(static_cast<uint32_t>(i));
-      t->set_token_id(-1);
-      t->set_text(text);
-      t->set_eos(seq.eos);
-      v1::BeamSequence* b = t->mutable_beam_sequence();
-      b->set_index(static_cast<uint32_t>(i));
-      for (int32_t id : seq.tokens) b->add_token_ids(id);
-      b->set_score(seq.score);
       Sent(sender_.Reply(s.start.client, std::move(env)));
     }
     const bool eos = !sequences.empty() && sequences[0].eos;
