@@ -55,7 +55,9 @@ MAX_NEW = 24
 
 @pytest.fixture(scope="module")
 def llm(model_path):
-    return llama_cpp.Llama(model_path=str(model_path), n_ctx=512, n_threads=2, n_batch=1, n_ubatch=1,
+    # One thread: a one-token decode of this small model does not gain from two, and on a busy machine a
+    # second spinning thread makes it several times slower. (Each row of a product is one thread's work either way.)
+    return llama_cpp.Llama(model_path=str(model_path), n_ctx=512, n_threads=1, n_batch=1, n_ubatch=1,
                            logits_all=True, verbose=False)
 
 
@@ -201,7 +203,8 @@ def test_beam_search_matches_reference(troupe_bin, references, prompt):
                 prompt_tokens, ref = references[prompt, k, lp, es]
                 lines = run_troupe_json_lines("generate", "--chat", "--prompt", prompt, "--max-tokens", MAX_NEW,
                                               "--num-beams", k, "--length-penalty", lp, "--early-stopping",
-                                              "true" if es else "false", "--num-return-sequences", k, "--json")
+                                              "true" if es else "false", "--num-return-sequences", k, "--json",
+                                              "--threads", 1)
                 seqs = [l for l in lines if "sequence" in l]
                 done = lines[-1]
                 assert done["done"] is True and done["prompt_tokens"] == len(prompt_tokens)
