@@ -60,6 +60,7 @@ class EmbeddingActor : public StageActor {
       next.set_first_position(first);
       next.set_token_count(static_cast<uint32_t>(end - begin));
       *next.mutable_rest_of_route() = end == n ? s.rest_of_route() : shards_only;
+      *next.mutable_parent_rows() = s.parent_rows();  // a beam step: one token per row (never chunked)
       ctx_->counters.steps_total++;
       Status st = sender_.ForwardStep(std::move(next), std::move(*hidden));
       if (!st.ok()) {

@@ -59,12 +59,18 @@ class LmHeadActor : public StageActor {
       send(this, flush_atom::value);
     }
     if (batch.empty()) return;
+    // Rows each step gets logits for: every row of a beam step (one per
+    // beam, Step.parent_rows), else the last position's.
+    auto logit_rows = [](const StepMessage& m) { return m.step.parent_rows_size() > 0 ? m.tensor.size(0) : 1; };
     Result<at::Tensor> logits = Status::Internal("not run");
+    int64_t n_logit_rows = 0;
     try {
       std::vector<at::Tensor> rows;
       for (const StepMessage& m : batch) {
         const int64_t n = m.tensor.size(0);
-        rows.push_back(m.tensor.slice(0, n - 1, n));
+        const int64_t k = logit_rows(m);
+        rows.push_back(m.tensor.slice(0, n - k, n));
+        n_logit_rows += k;
       }
       at::Tensor x = rows.size() == 1 ? rows[0].contiguous() : at::cat(rows, 0);
       ComputeTimer timer(ctx_->counters.compute_ns);
@@ -80,18 +86,23 @@ class LmHeadActor : public StageActor {
     }
     ctx_->counters.steps_total += batch.size();
     ctx_->counters.batches_total++;
-    ctx_->counters.batch_rows_total += batch.size();
+    ctx_->counters.batch_rows_total += static_cast<uint64_t>(n_logit_rows);
     if (batch.size() > ctx_->counters.max_batch_sessions) ctx_->counters.max_batch_sessions = batch.size();
+    int64_t r0 = 0;
     for (size_t i = 0; i < batch.size(); ++i) {
       StepMessage& m = batch[i];
       const int64_t n = m.tensor.size(0);
+      const int64_t k = logit_rows(m);
       v1::Step next = std::move(m.step);
-      next.set_first_position(next.first_position() + static_cast<uint32_t>(n - 1));
-      next.set_token_count(1);
+      if (next.parent_rows_size() == 0) {
+        next.set_first_position(next.first_position() + static_cast<uint32_t>(n - 1));
+        next.set_token_count(1);
+      }
       next.clear_hop();
       next.clear_tensor();
       const uint64_t id = next.session_id();
-      at::Tensor row = batch.size() == 1 ? *logits : logits->slice(0, i, i + 1);
+      at::Tensor row = batch.size() == 1 ? *logits : logits->slice(0, r0, r0 + k);
+      r0 += k;
       Status st = sender_.ForwardStep(std::move(next), std::move(row));
       if (!st.ok()) ReportFailure(id, v1::UNAVAILABLE, "LM head cannot forward: " + st.ToString(), m.from);
     }

@@ -47,6 +47,7 @@ v1::MetricsSnapshot NodeMetrics(const NodeContext& ctx) {
   n["sessions_evicted_total"] = c.sessions_evicted_total.load();
   n["prefix_positions_copied_total"] = c.prefix_positions_copied_total.load();
   n["send_errors_total"] = c.send_errors_total.load();
+  n["beam_reorders_total"] = c.beam_reorders_total.load();
   n["compute_microseconds_total"] = c.compute_ns.load() / 1000;
   ctx.rejects.AppendTo(&m);
   return m;

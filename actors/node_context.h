@@ -53,6 +53,7 @@ struct NodeCounters {
   std::atomic<uint64_t> prompt_tokens_prefilled_total{0};  // head: prompt tokens sent through the ring
   std::atomic<uint64_t> prompt_tokens_reused_total{0};     // head: prompt tokens a cache held already
   std::atomic<uint64_t> send_errors_total{0};
+  std::atomic<uint64_t> beam_reorders_total{0};  // beam rows whose KV cache a shard refilled from their parent's
   std::atomic<uint64_t> compute_ns{
       0};  // time in model code (forward, sampling); exported as compute_microseconds_total
 };

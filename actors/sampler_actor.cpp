@@ -6,10 +6,12 @@
 #include <map>
 #include <optional>
 
+#include "actors/beam_steps.h"
 #include "actors/stage_actor.h"
 #include "messages/envelope_codec.h"
 #include "messages/finish_reason_proto.h"
 #include "pipeline/model/generation.h"
+#include "pipeline/sampling/beam_search.h"
 
 namespace troupe::actors {
 namespace {
@@ -33,6 +35,7 @@ struct SamplerSession {
   int64_t sampled = 0;   // tokens sampled so far (an eos id included)
   uint32_t replays = 0;  // times the session was replayed over a new route
   Clock::time_point first_token, last_token, last_activity;
+  std::shared_ptr<BeamSearch> beams;  // beam search sessions only
 };
 
 class SamplerActor : public StageActor {
@@ -80,8 +83,19 @@ class SamplerActor : public StageActor {
       if (!opened.ok()) return ReportFailure(id, v1::BAD_REQUEST, opened.status().ToString(), Origin{});
       amateur = std::move(*opened);
     }
+    std::shared_ptr<BeamSearch> beams;
+    if (s.params.beam_search()) {
+      std::vector<int32_t> eos;
+      if (ctx_->tokenizer->eos_id() >= 0) eos.push_back(ctx_->tokenizer->eos_id());
+      if (ctx_->tokenizer->eot_id() >= 0) eos.push_back(ctx_->tokenizer->eot_id());
+      const int64_t max_new = s.max_length - static_cast<int64_t>(s.prompt.size());
+      Result<BeamSearch> search = BeamSearch::Create(s.params, std::move(eos), max_new);
+      if (!search.ok()) return ReportFailure(id, v1::BAD_REQUEST, search.status().ToString(), Origin{});
+      beams = std::make_shared<BeamSearch>(std::move(*search));
+    }
     const auto now = Clock::now();
-    sessions_.emplace(id, SamplerSession{std::move(s), std::move(*gen), std::move(amateur), 0, 0, now, now, now});
+    sessions_.emplace(
+        id, SamplerSession{std::move(s), std::move(*gen), std::move(amateur), 0, 0, now, now, now, std::move(beams)});
   }
 
   void OnMove(SessionMove& m) {
@@ -103,6 +117,7 @@ class SamplerActor : public StageActor {
     SamplerSession& s = it->second;
     s.last_activity = Clock::now();
     ++s.replays;
+    if (s.beams && s.beams->step() > 0) return ReplayBeams(id, s);
     const std::vector<int32_t>& tokens = s.generation.tokens();
     v1::Step step;
     step.set_session_id(id);
@@ -121,6 +136,7 @@ class SamplerActor : public StageActor {
     auto it = sessions_.find(id);
     if (it == sessions_.end()) return;  // dropped meanwhile (cancelled or failed)
     SamplerSession& s = it->second;
+    if (s.beams) return OnBeamLogits(it, m);
     const at::Tensor& logits = m.tensor;
     if (!logits.defined() || logits.dim() != 2 || logits.size(0) != 1 || logits.scalar_type() != at::kFloat ||
         !logits.is_contiguous()) {
@@ -208,6 +224,86 @@ class SamplerActor : public StageActor {
     f->set_cached_tokens(static_cast<uint32_t>(s.start.cached));
     Sent(sender_.Reply(s.start.client, std::move(env)));
     send(ctx_->scheduler, SessionDone{it->first, s.generation.tokens()});
+    sessions_.erase(it);
+  }
+
+  // ------------------------------------------------------------ beam search
+
+  void OnBeamLogits(std::map<uint64_t, SamplerSession>::iterator it, StepMessage& m) {
+    const uint64_t id = it->first;
+    SamplerSession& s = it->second;
+    BeamSearch& search = *s.beams;
+    const at::Tensor& logits = m.tensor;
+    if (!logits.defined() || logits.dim() != 2 || logits.size(0) != search.rows() ||
+        logits.scalar_type() != at::kFloat || !logits.is_contiguous()) {
+      return Fail(id, v1::BAD_TENSOR, "beam search needs logits [" + std::to_string(search.rows()) + ", vocab] f32");
+    }
+    const int64_t prompt = static_cast<int64_t>(s.start.prompt.size());
+    const int64_t expected = prompt - 1 + search.step();
+    if (static_cast<int64_t>(m.step.first_position()) != expected) {
+      return Fail(
+          id, v1::BAD_REQUEST,
+          "logits for position " + std::to_string(m.step.first_position()) + ", expected " + std::to_string(expected));
+    }
+    Status st;
+    {
+      ComputeTimer timer(ctx_->counters.compute_ns);
+      st = search.Advance(logits.data_ptr<float>(), logits.size(0), logits.size(1));
+    }
+    if (!st.ok()) return Fail(id, v1::INTERNAL, "beam search: " + st.ToString());
+    const auto now = Clock::now();
+    s.sampled = search.step();
+    if (s.sampled == 1) s.first_token = now;
+    s.last_token = s.last_activity = now;
+    ctx_->counters.steps_total++;
+    if (search.done()) return FinishBeams(it);
+    st = sender_.ForwardStep(BeamStep(id, static_cast<uint32_t>(prompt - 1 + search.step()), search.next_tokens(),
+                                      search.parents(), s.start.route),
+                             at::Tensor());
+    if (!st.ok()) return Fail(id, v1::UNAVAILABLE, "sampler cannot forward: " + st.ToString());
+    ScheduleRetry();
+  }
+
+  // Every beam's history over the new route (BeamReplaySteps).
+  void ReplayBeams(uint64_t id, SamplerSession& s) {
+    ctx_->counters.sessions_resumed_total++;
+    Status st;
+    for (v1::Step& step : BeamReplaySteps(id, s.start.prompt, *s.beams, s.start.route)) {
+      if (st = sender_.ForwardStep(std::move(step), at::Tensor()); !st.ok()) break;
+    }
+    if (!st.ok()) return Fail(id, v1::UNAVAILABLE, "sampler cannot replay the beams: " + st.ToString());
+    ScheduleRetry();
+  }
+
+  // The returned sequences (one Token each), then Finish; mirrors Finish().
+  void FinishBeams(std::map<uint64_t, SamplerSession>::iterator it) {
+    SamplerSession& s = it->second;
+    const std::vector<BeamHypothesis> sequences = s.beams->Finish();
+    for (size_t i = 0; i < sequences.size(); ++i) {
+      v1::Envelope env = NewEnvelope(s.start.request_id);
+      v1::Token* t = env.mutable_token();
+      *t = BeamSequenceToken(sequences[i], static_cast<uint32_t>(i), *ctx_->tokenizer);
+      t->set_session_id(it->first);
+      t->set_job_id(s.start.job_id);
+      Sent(sender_.Reply(s.start.client, std::move(env)));
+    }
+    const bool eos = !sequences.empty() && sequences[0].eos;
+    v1::Envelope env = NewEnvelope(s.start.request_id);
+    v1::Finish* f = env.mutable_finish();
+    f->set_session_id(it->first);
+    f->set_job_id(s.start.job_id);
+    f->set_reason(FinishReasonToProto(eos ? FinishReason::kEos : FinishReason::kLength));
+    f->set_prompt_tokens(static_cast<uint32_t>(s.start.prompt.size()));
+    f->set_generated_tokens(sequences.empty() ? 0 : static_cast<uint32_t>(sequences[0].tokens.size()));
+    f->set_queue_seconds(Seconds(s.start.opened - s.start.submitted));
+    f->set_first_token_seconds(Seconds(s.first_token - s.start.opened));
+    f->set_total_seconds(Seconds(s.last_token - s.start.submitted));
+    f->set_decode_steps(static_cast<uint32_t>(s.sampled - 1));
+    f->set_decode_seconds(Seconds(s.last_token - s.first_token));
+    f->set_peak_rss_mb(PeakRssMb());
+    f->set_replays(s.replays);
+    Sent(sender_.Reply(s.start.client, std::move(env)));
+    send(ctx_->scheduler, SessionDone{it->first});
     sessions_.erase(it);
   }
 

@@ -10,6 +10,15 @@
 //                  to the embedding (next step round the ring); when
 //                  finished, send Finish to the client and SessionDone to the
 //                  scheduler
+//                  Beam search (SamplingParams.num_beams > 1): logits
+//                  [rows, vocab] of every beam row go to the session's
+//                  BeamSearch; the next step carries one token per row and
+//                  each row's parent (Step.parent_rows); when done, one Token
+//                  per returned sequence (Token.beam_sequence, best first),
+//                  then Finish
+//   SessionResume  replay over a new route: the tokens so far as one
+//                  prefill; for beams the prompt, then one step per position
+//                  carrying every row's token (each row's whole history)
 //   tick_atom      fail sessions without progress for step_timeout_seconds
 //   retry_atom     resend what backpressure held back
 //

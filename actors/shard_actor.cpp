@@ -11,7 +11,9 @@
 #include "actors/stage_actor.h"
 #include "messages/envelope_codec.h"
 #include "messages/wire_error.h"
+#include "pipeline/model/beam_caches.h"
 #include "pipeline/model/kv_cache.h"
+#include "pipeline/sampling/sampling_params.h"
 
 namespace troupe::actors {
 namespace {
@@ -25,8 +27,12 @@ struct ShardSession {
   std::unique_ptr<KvCache> cache;
   Origin opener;  // the scheduler: errors about this session go there
   Clock::time_point last_used;
+  // Beam search (SessionOpen.rows > 1): the caches of rows 1.. (row 0 is
+  // `cache`, which a prefill fills).
+  std::vector<std::unique_ptr<KvCache>> beam_rows;
   bool parked = false;   // closed with park: no steps, a prefix others may copy, evictable
   bool stepped = false;  // has run a step (before that, a first step may rewind a copied prefix)
+  size_t bytes() const { return cache->bytes() * (1 + beam_rows.size()); }
 };
 
 class ShardActor : public StageActor {
@@ -100,7 +106,12 @@ class ShardActor : public StageActor {
       return refuse(v1::BAD_REQUEST, "max_length " + std::to_string(o.max_length()) + " is not in [1, " +
                                          std::to_string(max_positions) + "]");
     }
-    const size_t bytes = decoder_->cache_shape().BytesFor(o.max_length());
+    const uint32_t n_rows = std::max<uint32_t>(1, o.rows());
+    if (n_rows > static_cast<uint32_t>(SamplingParams::kMaxBeams)) {
+      return refuse(v1::BAD_REQUEST, "SessionOpen.rows = " + std::to_string(n_rows) + ": at most " +
+                                         std::to_string(SamplingParams::kMaxBeams) + " beam rows");
+    }
+    const size_t bytes = decoder_->cache_shape().BytesFor(o.max_length()) * n_rows;
     const uint64_t budget = ctx_->config.cache_budget_bytes;
     if (in_use_ + bytes > budget && bytes <= budget) EvictParked(bytes, o.copy_from());
     if (in_use_ + bytes > budget) {
@@ -112,23 +123,28 @@ class ShardActor : public StageActor {
                         std::to_string(budget) + "-byte cache budget are free",
                     /*retryable=*/bytes <= budget);
     }
-    Result<std::unique_ptr<KvCache>> cache = Status::Internal("not created");
-    try {
-      cache = KvCache::Create(decoder_->cache_shape(), o.max_length());
-    } catch (const std::exception& e) {
-      return refuse(v1::CACHE_FULL, "shard '" + ctx_->node_id + "' could not allocate its KV cache: " + e.what());
+    ShardSession session{nullptr, from, Clock::now(), {}};
+    for (uint32_t row = 0; row < n_rows; ++row) {
+      Result<std::unique_ptr<KvCache>> cache = Status::Internal("not created");
+      try {
+        cache = KvCache::Create(decoder_->cache_shape(), o.max_length());
+      } catch (const std::exception& e) {
+        return refuse(v1::CACHE_FULL, "shard '" + ctx_->node_id + "' could not allocate its KV cache: " + e.what());
+      }
+      if (!cache.ok()) return refuse(WireCodeOf(cache.status()), cache.status().ToString());
+      (row == 0 ? session.cache : session.beam_rows.emplace_back()) = std::move(*cache);
     }
-    if (!cache.ok()) return refuse(WireCodeOf(cache.status()), cache.status().ToString());
     // Prefix reuse: start from another session's positions when this shard still holds them.
     uint32_t copied = 0;
     auto source = o.copy_length() > 0 ? sessions_.find(o.copy_from()) : sessions_.end();
-    if (source != sessions_.end() && (*cache)->CopyPrefix(*source->second.cache, o.copy_length()).ok()) {
+    if (n_rows == 1 && source != sessions_.end() &&
+        session.cache->CopyPrefix(*source->second.cache, o.copy_length()).ok()) {
       copied = o.copy_length();
       source->second.last_used = Clock::now();
       ctx_->counters.prefix_positions_copied_total += copied;
     }
-    in_use_ += (*cache)->bytes();
-    sessions_[id] = ShardSession{std::move(*cache), from, Clock::now()};
+    in_use_ += session.bytes();
+    sessions_[id] = std::move(session);
     PublishGauges();
     ctx_->counters.sessions_opened_total++;
     v1::Envelope reply = NewEnvelope(env.request_id());
@@ -172,7 +188,7 @@ class ShardActor : public StageActor {
     if (it == sessions_.end() || it->second.parked) return;
     it->second.parked = true;
     it->second.last_used = Clock::now();
-    parked_ += it->second.cache->bytes();
+    parked_ += it->second.bytes();
     ++parked_sessions_;
     PublishGauges();
   }
@@ -180,9 +196,9 @@ class ShardActor : public StageActor {
   void Close(uint64_t id) {
     auto it = sessions_.find(id);
     if (it == sessions_.end()) return;
-    in_use_ -= it->second.cache->bytes();
+    in_use_ -= it->second.bytes();
     if (it->second.parked) {
-      parked_ -= it->second.cache->bytes();
+      parked_ -= it->second.bytes();
       --parked_sessions_;
     }
     sessions_.erase(it);
@@ -299,6 +315,17 @@ class ShardActor : public StageActor {
         Refuse(m, v1::UNKNOWN_SESSION, "shard '" + ctx_->node_id + "' has no session " + std::to_string(id));
         continue;
       }
+      if (m.step.parent_rows_size() > 0) {  // beam search: every row, reordered first
+        if (Status st = AddBeamRows(it->second, m.step, &rows); !st.ok()) {
+          Refuse(m, WireCodeOf(st), "shard '" + ctx_->node_id + "': " + st.message());
+          continue;
+        }
+        it->second.last_used = Clock::now();
+        in_batch.insert(id);
+        n_rows += t;
+        batch.push_back(std::move(m));
+        continue;
+      }
       KvCache& cache = *it->second.cache;
       // A copied prefix longer than what the scheduler reuses (another shard
       // of the route copied less): the first step rewinds to where it starts.
@@ -327,6 +354,39 @@ class ShardActor : public StageActor {
       flush_scheduled_ = true;
       send(this, flush_atom::value);
     }
+  }
+
+  // A beam step (Step.parent_rows): reorders the session's row caches by
+  // parent, checks each row continues at first_position with room for one
+  // more, and appends one SessionRows per row to `rows`.
+  Status AddBeamRows(ShardSession& s, const v1::Step& step, std::vector<SessionRows>* rows) {
+    const size_t n = 1 + s.beam_rows.size();
+    if (static_cast<size_t>(step.parent_rows_size()) != n || step.token_count() != n) {
+      return Status::InvalidArgument("beam step of session " + std::to_string(step.session_id()) + " has " +
+                                     std::to_string(step.parent_rows_size()) + " parent rows and " +
+                                     std::to_string(step.token_count()) + " tokens; the session has " +
+                                     std::to_string(n) + " rows");
+    }
+    std::vector<std::unique_ptr<KvCache>> all;
+    all.push_back(std::move(s.cache));
+    for (auto& c : s.beam_rows) all.push_back(std::move(c));
+    std::vector<int32_t> parents(step.parent_rows().begin(), step.parent_rows().end());
+    Result<int64_t> copies = ReorderBeamCaches(parents, &all);
+    s.cache = std::move(all[0]);
+    for (size_t i = 1; i < n; ++i) s.beam_rows[i - 1] = std::move(all[i]);
+    if (!copies.ok()) return copies.status();
+    ctx_->counters.beam_reorders_total += static_cast<uint64_t>(*copies);
+    for (size_t i = 0; i < n; ++i) {
+      KvCache& cache = i == 0 ? *s.cache : *s.beam_rows[i - 1];
+      if (step.first_position() != cache.length()) {
+        return Status::InvalidArgument("beam step of session " + std::to_string(step.session_id()) +
+                                       " starts at position " + std::to_string(step.first_position()) + ", row " +
+                                       std::to_string(i) + " is at " + std::to_string(cache.length()));
+      }
+      TROUPE_RETURN_IF_ERROR(cache.Check(1));
+    }
+    for (size_t i = 0; i < n; ++i) rows->push_back(SessionRows{i == 0 ? s.cache.get() : s.beam_rows[i - 1].get(), 1});
+    return Status::Ok();
   }
 
   void Run(std::vector<StepMessage>& batch, const std::vector<SessionRows>& rows, int64_t n_rows) {
@@ -362,7 +422,7 @@ class ShardActor : public StageActor {
       r0 += t;
       v1::Step next = std::move(m.step);
       if (next.rest_of_route_size() == 0) continue;  // the route ends here (a prefill chunk)
-      if (next.rest_of_route(0).stage() == v1::STAGE_LM_HEAD && t > 1) {
+      if (next.rest_of_route(0).stage() == v1::STAGE_LM_HEAD && t > 1 && next.parent_rows_size() == 0) {
         out = out.slice(0, t - 1, t);  // the LM head reads the last position only
         next.set_first_position(next.first_position() + static_cast<uint32_t>(t - 1));
         next.set_token_count(1);

@@ -27,8 +27,9 @@ void SetExitCode(int code);
 // --model: the flag, else $TROUPE_MODEL, else the model scripts/setup.sh installed.
 std::string ResolveModelPath(const std::string& flag);
 
-// Adds --max-tokens, --temperature, --top-k, --top-p, --min-p, --top-a,
-// --repeat-penalty, --min-tokens, --seed, --stop to `cmd`, writing into `params`.
+// Adds the SamplingParams flags (--max-tokens, --temperature, ..., beam
+// search's --num-beams, --length-penalty, --early-stopping,
+// --num-return-sequences, --seed, --stop) to `cmd`, writing into `params`.
 void AddSamplingFlags(CLI::App* cmd, SamplingParams* params);
 
 // Prints "troupe: <message>" to stderr and records exit code 1.

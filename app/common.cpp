@@ -83,6 +83,21 @@ void AddSamplingFlags(CLI::App* cmd, SamplingParams* p) {
       },
       "Contrastive amateur weight: (1+beta) log p_expert - beta log p_amateur, >= 0 (implies --contrastive; default "
       "0.5)");
+  cmd->add_option("--num-beams", p->num_beams, "Beam search with this many beams (Hugging Face's rules); 1 = off")
+      ->capture_default_str();
+  cmd->add_option("--length-penalty", p->length_penalty, "Beam score = sum of logprobs / generated length ^ this")
+      ->capture_default_str();
+  cmd->add_option_function<std::string>(
+         "--early-stopping",
+         [p](const std::string& text) {
+           Result<EarlyStopping> mode = ParseEarlyStopping(text);
+           if (!mode.ok()) throw CLI::ValidationError("--early-stopping", mode.status().message());
+           p->early_stopping = mode.value();
+         },
+         "Beam search stops: true (num_beams finished), false (heuristic, the default) or never")
+      ->type_name("true|false|never");
+  cmd->add_option("--num-return-sequences", p->num_return_sequences, "Beam search: sequences to return (<= beams)")
+      ->capture_default_str();
   cmd->add_option("--seed", p->seed, "Random seed")->capture_default_str();
   cmd->add_option("--stop", p->stop, "Stop string (repeatable)");
 }

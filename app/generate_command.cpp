@@ -2,7 +2,14 @@
 // Output contract (fixed): plain text as it is produced, or with --json one
 // line per token {"token": ID, "text": "..."} then one summary line
 // {"done": true, "prompt_tokens": N, "generated_tokens": M,
-//  "prefill_tokens_per_s": X, "decode_tokens_per_s": Y, "peak_rss_mb": Z}.
+//  "prefill_tokens_per_s": X, "decode_tokens_per_s": Y, "peak_rss_mb": Z,
+//  "finish_reason": ...}.
+// Beam search (--num-beams N > 1) has no token lines (a beam's tokens are
+// final only at the end): after the run, one line per returned sequence, best
+// first, {"sequence": I, "tokens": [...], "text": "...", "score": S,
+// "finish_reason": "eos" | "length"} (app/output.h), then the summary line
+// (generated_tokens and finish_reason of the best sequence, plus
+// "beam_cache_copies"); plain text prints the sequences apart by a blank line.
 #include <nlohmann/json.hpp>
 
 #include <iostream>
@@ -25,6 +32,7 @@ struct GenerateFlags {
 };
 
 void RunGenerate(const GenerateFlags& f) {
+  if (Status valid = f.params.Validate(); !valid.ok()) return Fail(valid.ToString());  // before the model loads
   auto engine = LoadEngineWithProgress(ResolveModelPath(f.model), f.options);
   if (!engine.ok()) return Fail(engine.status().ToString());
   if (!f.amateur_model.empty()) {
@@ -33,6 +41,16 @@ void RunGenerate(const GenerateFlags& f) {
   }
   auto ids = PromptTokens((*engine)->tokenizer(), (*engine)->source().tokenizer_spec(), f.prompt);
   if (!ids.ok()) return Fail(ids.status().ToString());
+  if (f.params.beam_search()) {
+    auto result = (*engine)->GenerateBeams(ids.value(), f.params);
+    if (!result.ok()) return Fail(result.status().ToString());
+    std::vector<std::string> texts;
+    for (const BeamHypothesis& seq : result->sequences)
+      texts.push_back(DecodeAnswer((*engine)->tokenizer(), seq.tokens));
+    PrintBeamSequences(f.json, result->sequences, texts);
+    TokenPrinter(f.json).Done(result->stats, {{"beam_cache_copies", static_cast<double>(result->cache_copies)}});
+    return;
+  }
   TokenPrinter printer(f.json);
   auto stats = (*engine)->Generate(ids.value(), f.params, [&](const TokenEvent& ev) { printer.Token(ev); });
   if (!stats.ok()) return Fail(stats.status().ToString());

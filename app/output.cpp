@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <iostream>
 
+#include "pipeline/text/stream_decoder.h"
+
 namespace troupe::app {
 namespace {
 
@@ -59,6 +61,32 @@ void TokenPrinter::Done(const GenerateStats& s, const std::vector<std::pair<std:
   };
   for (const auto& [key, value] : extra) j[key] = value;
   std::cout << Dump(j) << "\n" << std::flush;
+}
+
+std::string DecodeAnswer(const Tokenizer& tokenizer, const std::vector<int32_t>& tokens) {
+  StreamDecoder decoder(tokenizer);
+  std::string text;
+  for (int32_t id : tokens) text += decoder.Feed(id);
+  return text + decoder.Flush();
+}
+
+void PrintBeamSequences(bool json, const std::vector<BeamHypothesis>& sequences,
+                        const std::vector<std::string>& texts) {
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    const BeamHypothesis& seq = sequences[i];
+    const std::string& text = texts[i];
+    if (!json) {
+      std::cout << (i > 0 ? "\n\n" : "") << text;
+      continue;
+    }
+    nlohmann::ordered_json line{{"sequence", i},
+                                {"tokens", seq.tokens},
+                                {"text", text},
+                                {"score", seq.score},
+                                {"finish_reason", seq.eos ? "eos" : "length"}};
+    std::cout << Dump(line) << "\n";
+  }
+  std::cout << std::flush;
 }
 
 Result<std::unique_ptr<Engine>> LoadEngineWithProgress(const std::string& path, ModelOptions options) {

@@ -26,6 +26,18 @@ class TokenPrinter {
   bool json_;
 };
 
+// Beam search's answer (`generate --num-beams N`): with --json one line per
+// returned sequence, best first, {"sequence": I, "tokens": [...], "text":
+// "...", "score": S, "finish_reason": "eos" | "length"} (tokens without the
+// eos token; score = sum of logprobs / generated length ^ length_penalty);
+// plain: each sequence's text, separated by a blank line.
+// texts[i] is sequences[i]'s text (DecodeAnswer, or the cluster's).
+void PrintBeamSequences(bool json, const std::vector<BeamHypothesis>& sequences, const std::vector<std::string>& texts);
+
+// An answer's text as a stream gives it: whole characters, U+FFFD for bytes
+// that never form one.
+std::string DecodeAnswer(const Tokenizer& tokenizer, const std::vector<int32_t>& tokens);
+
 // Loads the engine; draws a progress bar on stderr when stderr is a terminal.
 Result<std::unique_ptr<Engine>> LoadEngineWithProgress(const std::string& path, ModelOptions options);
 

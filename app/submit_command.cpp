@@ -3,11 +3,12 @@
 // output format of `troupe generate` (app/output.h; the summary's figures come
 // from the head's Finish record, peak_rss_mb is this client's; after the
 // documented keys it adds queue_seconds, total_seconds, replays and
-// head_peak_rss_mb from the Finish record). With --session NAME the job runs
-// in a kept session (--keep opens it; without, the job continues it: its
-// prompt, or with --chat its user turn, follows the conversation so far);
-// the summary's prompt_tokens is then the whole context and cached_tokens
-// what of it the shards' caches held already. Errors
+// head_peak_rss_mb from the Finish record); beam search prints its sequence
+// lines as `generate` does, from the sampler's Token.beam_sequence. With
+// --session NAME the job runs in a kept session (--keep opens it; without,
+// the job continues it: its prompt, or with --chat its user turn, follows the
+// conversation so far); the summary's prompt_tokens is then the whole context
+// and cached_tokens what of it the shards' caches held already. Errors
 // (CACHE_FULL, NO_ROUTE, a dead cluster...) go to stderr with exit code 1.
 // The job endpoint is plain on loopback; elsewhere pass --server-key (and
 // --client-key, a key the head's allowlist knows).
@@ -64,7 +65,15 @@ void RunSubmit(const SubmitFlags& f) {
   job.set_keep(f.keep);
   job.set_max_length(static_cast<uint32_t>(f.max_length));
   TokenPrinter printer(f.json);
+  std::vector<BeamHypothesis> sequences;  // beam search: the returned sequences, printed at the end
+  std::vector<std::string> texts;
   auto on_token = [&](const v1::Token& t) {
+    if (t.has_beam_sequence()) {
+      const v1::BeamSequence& b = t.beam_sequence();
+      sequences.push_back(BeamHypothesis{{b.token_ids().begin(), b.token_ids().end()}, b.score(), 0.0, t.eos()});
+      texts.push_back(t.text());
+      return;
+    }
     TokenEvent ev;
     ev.id = t.token_id();
     ev.text = t.text();
@@ -82,6 +91,7 @@ void RunSubmit(const SubmitFlags& f) {
   };
   auto finish = (*client)->Run(job, on_token, on_queued);
   if (!finish.ok()) return Fail(finish.status().message());
+  if (!sequences.empty()) PrintBeamSequences(f.json, sequences, texts);
   GenerateStats stats;
   stats.prompt_tokens = finish->prompt_tokens();
   stats.cached_tokens = finish->cached_tokens();

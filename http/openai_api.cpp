@@ -248,6 +248,13 @@ std::optional<ApiError> RefuseUnsupported(ApiKind kind, const json& body) {
       if (!v->empty()) return Unsupported(key, "tool calling is not supported");
     }
   }
+  // Beam search runs through `troupe submit` / the job protocol; its HTTP
+  // extras (several choices from one job) are not wired yet.
+  for (const char* key : {"num_beams", "length_penalty", "early_stopping", "num_return_sequences"}) {
+    if (Field(body, key)) {
+      return Unsupported(key, std::string(key) + ": beam search is not available over HTTP yet (use troupe submit)");
+    }
+  }
   if (const json* v = Field(body, "response_format")) {
     if (!v->is_object()) return WrongType("response_format", "an object", *v);
     auto t = v->find("type");

@@ -25,6 +25,10 @@ v1::SamplingParams SamplingParamsToProto(const SamplingParams& params) {
   proto.set_contrastive(params.contrastive);
   proto.set_contrastive_alpha(params.contrastive_alpha);
   proto.set_contrastive_beta(params.contrastive_beta);
+  proto.set_num_beams(params.num_beams);
+  proto.set_length_penalty(params.length_penalty);
+  proto.set_early_stopping(static_cast<v1::EarlyStopping>(params.early_stopping));
+  proto.set_num_return_sequences(params.num_return_sequences);
   return proto;
 }
 
@@ -50,6 +54,11 @@ WireResult<SamplingParams> SamplingParamsFromProto(const v1::SamplingParams& pro
   if (proto.has_contrastive()) params.contrastive = proto.contrastive();
   if (proto.has_contrastive_alpha()) params.contrastive_alpha = proto.contrastive_alpha();
   if (proto.has_contrastive_beta()) params.contrastive_beta = proto.contrastive_beta();
+  if (proto.has_num_beams()) params.num_beams = proto.num_beams();
+  if (proto.has_length_penalty()) params.length_penalty = proto.length_penalty();
+  // Open enum: an unknown number reaches Validate(), which names the field.
+  if (proto.has_early_stopping()) params.early_stopping = static_cast<EarlyStopping>(proto.early_stopping());
+  if (proto.has_num_return_sequences()) params.num_return_sequences = proto.num_return_sequences();
   Status valid = params.Validate();
   if (!valid.ok()) return WireError{v1::BAD_REQUEST, valid.message()};
   return params;

@@ -30,6 +30,10 @@ WireResult<AdmittedJob> Admit(const v1::JobSubmit& submit, const Tokenize& token
   }
   WireResult<SamplingParams> params = SamplingParamsFromProto(submit.sampling());
   if (!params.ok()) return params.error();
+  if (in_session && params->beam_search()) {
+    return BadRequest("num_beams " + std::to_string(params->num_beams) +
+                      ": beam search does not run in a kept session (one conversation, one row)");
+  }
   if (params->contrastive && limits.amateur_model.empty()) {
     return BadRequest(
         "contrastive decoding needs an amateur model, and this head has none (start it with amateur_model: in its "

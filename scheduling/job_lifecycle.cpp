@@ -153,7 +153,8 @@ std::optional<JobLifecycle::Job> JobLifecycle::InKeptSession(Job job, const Admi
   return job;
 }
 bool JobLifecycle::ReusePrefix(Job& job, Clock::time_point now) {
-  if (!config_.prefix_reuse || job.prompt.size() < 2) return false;
+  // Beam rows are filled from row 0 by the shards: a beam job copies nothing.
+  if (!config_.prefix_reuse || job.prompt.size() < 2 || job.params.beam_search()) return false;
   auto up = [&](const ParkedCache& c) {
     for (const v1::RouteHop& hop : c.route) {
       if (hop.stage() == v1::STAGE_SHARD && !registry_.Find(hop.node_id())) return false;
@@ -180,7 +181,7 @@ void JobLifecycle::OpenOnShards(Job& job, Clock::time_point now, Actions& out) {
   }
   for (const v1::RouteHop& hop : job.route) {
     if (hop.stage() != v1::STAGE_SHARD) continue;
-    v1::Envelope open = SessionOpenEnvelope(job.session_id, job.max_length, config_.fingerprint);
+    v1::Envelope open = SessionOpenEnvelope(job.session_id, job.max_length, config_.fingerprint, job.params.num_beams);
     if (job.copy_from != 0) {
       open.mutable_session_open()->set_copy_from(job.copy_from);
       open.mutable_session_open()->set_copy_length(static_cast<uint32_t>(job.cached));
@@ -272,7 +273,9 @@ Actions JobLifecycle::Done(uint64_t session_id, std::vector<int32_t> tokens, Clo
   if (it == jobs_.end()) return out;
   reusable_.Take(session_id);  // a live source: parked below, or gone with the session
   KeptSession* kept = it->second.kept.empty() ? nullptr : kept_.Find(it->second.kept);
-  if (!kept && config_.prefix_reuse && static_cast<int64_t>(tokens.size()) > config_.min_reuse) {
+  // A beam job's tokens are its best sequence, not what its row 0 holds: closed, not parked.
+  if (!kept && config_.prefix_reuse && !it->second.params.beam_search() &&
+      static_cast<int64_t>(tokens.size()) > config_.min_reuse) {
     // Parked: its caches hold every token but the last sampled one.
     Job& job = it->second;
     tokens.pop_back();
@@ -291,6 +294,10 @@ Actions JobLifecycle::Done(uint64_t session_id, std::vector<int32_t> tokens, Clo
     return out;
   }
   if (!kept || tokens.empty()) {
+    if (kept) {  // no tokens to keep (cannot happen: admission refuses beams in a kept session)
+      kept->running_job = 0;
+      kept->Unbind();
+    }
     Close(session_id, now, out);
     return out;
   }

@@ -28,12 +28,14 @@ std::vector<v1::RouteHop> RouteThrough(const std::string& head, const std::strin
   return route;
 }
 
-v1::Envelope SessionOpenEnvelope(uint64_t session_id, int64_t max_length, const std::string& fingerprint) {
+v1::Envelope SessionOpenEnvelope(uint64_t session_id, int64_t max_length, const std::string& fingerprint,
+                                 int32_t rows) {
   v1::Envelope open = NewEnvelope();
   v1::SessionOpen* o = open.mutable_session_open();
   o->set_session_id(session_id);
   o->set_max_length(static_cast<uint32_t>(max_length));
   o->set_model_fingerprint(fingerprint);
+  if (rows > 1) o->set_rows(static_cast<uint32_t>(rows));
   return open;
 }
 

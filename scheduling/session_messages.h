@@ -22,7 +22,9 @@ std::vector<v1::RouteHop> RouteThrough(const std::string& head, const std::strin
 
 // SessionOpen for a shard: reserve `max_length` cache positions for a session
 // of the model `fingerprint`.
-v1::Envelope SessionOpenEnvelope(uint64_t session_id, int64_t max_length, const std::string& fingerprint);
+// `rows` > 1: a beam search session, one cache per beam row (SessionOpen.rows).
+v1::Envelope SessionOpenEnvelope(uint64_t session_id, int64_t max_length, const std::string& fingerprint,
+                                 int32_t rows = 1);
 v1::Envelope SessionCloseEnvelope(uint64_t session_id);
 
 // The prefill of a session: prompt[from, end) at positions [from, end), to go

@@ -47,6 +47,10 @@ Status Engine::LoadAmateur(const std::string& path, const ModelOptions& options)
 
 Result<GenerateStats> Engine::Generate(const std::vector<int32_t>& prompt, const SamplingParams& params,
                                        const std::function<void(const TokenEvent&)>& on_token) {
+  if (params.beam_search()) {
+    return Status::InvalidArgument("SamplingParams.num_beams = " + std::to_string(params.num_beams) +
+                                   ": beam search runs in Engine::GenerateBeams");
+  }
   TROUPE_ASSIGN_OR_RETURN(Generation gen, Generation::Create(*tokenizer_, params, prompt));
   const int64_t max_pos = config().max_positions;
   const int64_t n_prompt = static_cast<int64_t>(prompt.size());

@@ -4,8 +4,8 @@
 // reproduce token for token.
 //
 // Flow: Load → [LoadAmateur] → (Tokenize / Tokenizer) → Generate(prompt ids,
-// params, callback) or Score(ids). Thread-safety: one call at a time per
-// Engine.
+// params, callback), GenerateBeams(prompt ids, params) for beam search, or
+// Score(ids). Thread-safety: one call at a time per Engine.
 //
 // Contrastive decoding (params.contrastive): the amateur model loaded by
 // LoadAmateur runs beside the expert with its own KvCache for the call — the
@@ -22,6 +22,7 @@
 #include "pipeline/format/model_source.h"
 #include "pipeline/model/generation.h"
 #include "pipeline/model/model_options.h"
+#include "pipeline/sampling/beam_search.h"
 #include "pipeline/status.h"
 #include "pipeline/text/tokenizer.h"
 
@@ -48,6 +49,14 @@ struct ScoreResult {
   std::vector<float> logprobs;  // [n-1]: logprobs[i]: log p(tokens[i+1] | tokens[0..i])
 };
 
+// What GenerateBeams returns: the best num_return_sequences sequences, best
+// first; stats describe the best one (generated_tokens, finish) and the run.
+struct BeamGenerateResult {
+  GenerateStats stats;
+  std::vector<BeamHypothesis> sequences;
+  int64_t cache_copies = 0;  // beam rows whose KV cache was refilled from another's
+};
+
 class Engine {
  public:
   // `path`: a GGUF file or Hugging Face folder.
@@ -65,11 +74,17 @@ class Engine {
   const AmateurModel* amateur() const { return amateur_.get(); }
 
   // Runs prompt + generation; calls on_token for every sampled token.
-  // InvalidArgument for bad params, an empty prompt, or params.contrastive
-  // without an amateur loaded; OutOfRange when the prompt does not fit the
-  // model's (or the amateur's) context.
+  // InvalidArgument for bad params, beam search (GenerateBeams), an empty
+  // prompt, or params.contrastive without an amateur loaded; OutOfRange when
+  // the prompt does not fit the model's (or the amateur's) context.
   Result<GenerateStats> Generate(const std::vector<int32_t>& prompt, const SamplingParams& params,
                                  const std::function<void(const TokenEvent&)>& on_token);
+
+  // Beam search (params.num_beams >= 1; pipeline/sampling/beam_search.h):
+  // the beams are rows of one batch, each with its own KV cache, reordered by
+  // parent after every step (ReorderBeamCaches). At most max_tokens new
+  // tokens, fewer if the context ends first. Errors as Generate.
+  Result<BeamGenerateResult> GenerateBeams(const std::vector<int32_t>& prompt, const SamplingParams& params);
 
   // Teacher-forced scoring of a token sequence (at least 2 tokens).
   Result<ScoreResult> Score(const std::vector<int32_t>& tokens);

@@ -56,6 +56,9 @@ class KvCache {
   // InvalidArgument when the shapes differ, `source` holds fewer than n
   // positions or n does not fit this cache.
   Status CopyPrefix(const KvCache& source, int64_t n);
+  // Makes this cache a copy of all of `source`'s positions (a beam taking
+  // its parent's history): CopyPrefix(source, source.length()).
+  Status CopyFrom(const KvCache& source) { return CopyPrefix(source, source.length()); }
 
   // [max_length, head_dim] fp16 rows of one global layer index and kv head.
   uint16_t* keys(int64_t layer, int64_t kv_head);

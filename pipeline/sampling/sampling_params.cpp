@@ -13,7 +13,41 @@ Status Bad(const char* field, T value, const char* rule) {
   return Status::InvalidArgument(os.str());
 }
 
+// With beams: the first field only sampling (or the Sampler's logit chain)
+// reads that is not at its "off" value, or nullptr.
+const char* SamplingOnlyField(const SamplingParams& p) {
+  if (p.temperature > 0.0f) return "temperature";
+  if (p.top_k != 0) return "top_k";
+  if (p.top_p != 1.0f) return "top_p";
+  if (p.min_p != 0.0f) return "min_p";
+  if (p.top_a != 0.0f) return "top_a";
+  if (p.repeat_penalty != 1.0f) return "repeat_penalty";
+  if (p.presence_penalty != 0.0f) return "presence_penalty";
+  if (p.frequency_penalty != 0.0f) return "frequency_penalty";
+  if (p.no_repeat_ngram_size != 0) return "no_repeat_ngram_size";
+  if (!p.logit_bias.empty()) return "logit_bias";
+  if (!p.stop.empty()) return "stop";
+  if (p.top_logprobs != -1) return "top_logprobs";
+  return nullptr;
+}
+
 }  // namespace
+
+const char* early_stopping_name(EarlyStopping mode) {
+  switch (mode) {
+    case EarlyStopping::kTrue: return "true";
+    case EarlyStopping::kNever: return "never";
+    case EarlyStopping::kFalse: break;
+  }
+  return "false";
+}
+
+Result<EarlyStopping> ParseEarlyStopping(const std::string& text) {
+  if (text == "true") return EarlyStopping::kTrue;
+  if (text == "false") return EarlyStopping::kFalse;
+  if (text == "never") return EarlyStopping::kNever;
+  return Status::InvalidArgument("SamplingParams.early_stopping = " + text + ": must be true, false or never");
+}
 
 Status SamplingParams::Validate() const {
   if (!std::isfinite(temperature)) {
@@ -61,6 +95,24 @@ Status SamplingParams::Validate() const {
     if (stop[i].empty()) {
       const std::string field = "stop[" + std::to_string(i) + "]";
       return Bad(field.c_str(), "\"\"", "must not be empty");
+    }
+  }
+  if (num_beams < 1 || num_beams > kMaxBeams) {
+    return Bad("num_beams", num_beams, "must be in [1, 64] (1 = no beam search)");
+  }
+  if (!std::isfinite(length_penalty)) return Bad("length_penalty", length_penalty, "must be finite");
+  if (early_stopping != EarlyStopping::kFalse && early_stopping != EarlyStopping::kTrue &&
+      early_stopping != EarlyStopping::kNever) {
+    return Bad("early_stopping", static_cast<int32_t>(early_stopping), "must be false (0), true (1) or never (2)");
+  }
+  if (num_return_sequences < 1 || num_return_sequences > num_beams) {
+    return Bad("num_return_sequences", num_return_sequences, "must be in [1, num_beams]");
+  }
+  if (beam_search()) {
+    if (const char* field = SamplingOnlyField(*this)) {
+      return Status::InvalidArgument(std::string("SamplingParams.") + field +
+                                     ": beam search (num_beams > 1) is deterministic and does not take this "
+                                     "sampling option; leave it at its default");
     }
   }
   return Status::Ok();

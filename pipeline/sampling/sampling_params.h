@@ -17,6 +17,15 @@
 //    ever sampled and generation ends at max_tokens).
 //  * Stop strings are matched on decoded text (StopMatcher); an empty stop
 //    string is an error because it would match before any text.
+//  * Beam search (num_beams > 1, Hugging Face's `generate` rules, see
+//    beam_search.h) is deterministic: it needs temperature <= 0 and refuses
+//    every field that only sampling or the Sampler's logit chain reads
+//    (top_k, top_p, min_p, top_a, repeat_penalty, presence_penalty,
+//    frequency_penalty, no_repeat_ngram_size, logit_bias, stop,
+//    top_logprobs), naming it. min_tokens applies (eos gets -inf log-prob
+//    before that many tokens, as Hugging Face's min-new-tokens processor).
+//    The seed is ignored. num_return_sequences <= num_beams (so 1 without
+//    beams); length_penalty and early_stopping are read only with beams.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +37,19 @@
 #include "pipeline/status.h"
 
 namespace troupe {
+
+// Hugging Face's `early_stopping` of beam search (its three values; the wire
+// enum v1::EarlyStopping has the same numbers).
+enum class EarlyStopping : int32_t {
+  kFalse = 0,  // heuristic: stop when no running beam can beat the worst kept one at today's length
+  kTrue = 1,   // stop as soon as num_beams hypotheses are finished
+  kNever = 2,  // stop only when no running beam can ever beat it (canonical beam search)
+};
+
+// "true", "false", "never".
+const char* early_stopping_name(EarlyStopping mode);
+// Parses "true" / "false" / "never"; InvalidArgument naming early_stopping otherwise.
+Result<EarlyStopping> ParseEarlyStopping(const std::string& text);
 
 struct SamplingParams {
   float temperature = 0.0f;                           // <= 0: greedy (argmax, ties to the lowest id)
@@ -59,6 +81,13 @@ struct SamplingParams {
   bool contrastive = false;
   float contrastive_alpha = 0.1f;  // keep p_expert >= alpha * max p_expert, in [0, 1]
   float contrastive_beta = 0.5f;   // score = (1+beta) log p_expert - beta log p_amateur, finite, >= 0
+  // Beam search (beam_search.h): 1 = off. Hugging Face's generate parameters.
+  int32_t num_beams = 1;        // 1..kMaxBeams
+  float length_penalty = 1.0f;  // score = sum logprobs / generated_len^length_penalty
+  EarlyStopping early_stopping = EarlyStopping::kFalse;
+  int32_t num_return_sequences = 1;  // 1..num_beams
+
+  static constexpr int32_t kMaxBeams = 64;
 
   // Ok, or InvalidArgument naming the first bad field and its value, e.g.
   // "SamplingParams.top_p = 1.5: must be in (0, 1]".
@@ -66,6 +95,7 @@ struct SamplingParams {
 
   bool greedy() const { return !(temperature > 0.0f); }
   ContrastiveParams contrastive_params() const { return ContrastiveParams{contrastive_alpha, contrastive_beta}; }
+  bool beam_search() const { return num_beams > 1; }
 };
 
 }  // namespace troupe

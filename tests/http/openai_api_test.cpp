@@ -134,6 +134,10 @@ TEST(OpenAiApi, RefusalsNameTheField) {
   EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": [1, "a"]})").param, "prompt");
   EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": ""})").param, "prompt");
   EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "echo": true})").code, "unsupported_parameter");
+  EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "num_beams": 4})").param, "num_beams");
+  EXPECT_EQ(
+      MustFail(ApiKind::kChat, R"({"messages": [{"role": "user", "content": "x"}], "early_stopping": true})").param,
+      "early_stopping");
   EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "stream_options": {}})").param, "stream_options");
   EXPECT_EQ(MustFail(ApiKind::kChat, R"({"messages": []})").param, "messages");
   EXPECT_EQ(MustFail(ApiKind::kChat, R"({"messages": [{"role": "tool", "content": "x"}]})").param, "messages[0].role");

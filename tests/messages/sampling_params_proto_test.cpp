@@ -22,6 +22,55 @@ TEST(SamplingParamsProtoTest, EmptyMessageMeansDefaults) {
   EXPECT_FALSE(p->contrastive);
   EXPECT_EQ(p->contrastive_alpha, d.contrastive_alpha);  // 0.1, not the proto3 zero
   EXPECT_EQ(p->contrastive_beta, d.contrastive_beta);    // 0.5
+  EXPECT_EQ(p->num_beams, 1);      // no beam search unless asked
+  EXPECT_EQ(p->length_penalty, 1.0f);
+  EXPECT_EQ(p->early_stopping, EarlyStopping::kFalse);
+  EXPECT_EQ(p->num_return_sequences, 1);
+}
+
+TEST(SamplingParamsProtoTest, BeamSearchRoundTrip) {
+  for (EarlyStopping mode : {EarlyStopping::kFalse, EarlyStopping::kTrue, EarlyStopping::kNever}) {
+    SamplingParams s;
+    s.num_beams = 4;
+    s.length_penalty = -0.5f;
+    s.early_stopping = mode;
+    s.num_return_sequences = 3;
+    v1::SamplingParams wire;
+    ASSERT_TRUE(wire.ParseFromString(SamplingParamsToProto(s).SerializeAsString()));
+    WireResult<SamplingParams> back = SamplingParamsFromProto(wire);
+    ASSERT_TRUE(back.ok()) << back.error().ToString();
+    EXPECT_EQ(back->num_beams, 4);
+    EXPECT_EQ(back->length_penalty, -0.5f);
+    EXPECT_EQ(back->early_stopping, mode);
+    EXPECT_EQ(back->num_return_sequences, 3);
+  }
+  // The wire numbers are fixed (other implementations send them).
+  EXPECT_EQ(static_cast<int>(v1::EARLY_STOPPING_NEVER), static_cast<int>(EarlyStopping::kNever));
+  EXPECT_EQ(static_cast<int>(v1::EARLY_STOPPING_TRUE), static_cast<int>(EarlyStopping::kTrue));
+}
+
+TEST(SamplingParamsProtoTest, BadBeamValuesAreBadRequestNamingTheField) {
+  v1::SamplingParams wire;
+  wire.set_num_beams(2);
+  wire.set_num_return_sequences(3);
+  WireResult<SamplingParams> p = SamplingParamsFromProto(wire);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.error().code, v1::BAD_REQUEST);
+  EXPECT_NE(p.error().text.find("num_return_sequences"), std::string::npos);
+
+  wire.Clear();
+  wire.set_num_beams(2);
+  wire.set_early_stopping(static_cast<v1::EarlyStopping>(9));  // an unknown number from a newer sender
+  p = SamplingParamsFromProto(wire);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.error().text.find("early_stopping"), std::string::npos);
+
+  wire.Clear();
+  wire.set_num_beams(2);
+  wire.set_temperature(0.7f);
+  p = SamplingParamsFromProto(wire);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.error().text.find("temperature"), std::string::npos);
 }
 
 TEST(SamplingParamsProtoTest, RoundTrip) {

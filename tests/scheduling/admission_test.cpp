@@ -115,6 +115,11 @@ TEST(AdmissionTest, RefusesWhatCannotRun) {
   length.set_max_length(17);
   EXPECT_EQ(refusal(length).text, "max_length 17 is above the model's context (16)");
 
+  v1::JobSubmit beams = Submit("abc");
+  beams.set_session("s");
+  beams.mutable_sampling()->set_num_beams(2);
+  EXPECT_NE(refusal(beams).text.find("beam search does not run in a kept session"), std::string::npos);
+
   v1::JobSubmit ids = Submit("");
   ids.add_prompt_tokens(5);
   ids.add_prompt_tokens(256);

@@ -5,6 +5,8 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -90,6 +92,70 @@ TEST(SamplingParamsTest, SamplerCreateRejectsBadParams) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("top_k"), std::string::npos);
   EXPECT_TRUE(Sampler::Create(SamplingParams{}, {2}).ok());
+}
+
+TEST(SamplingParamsTest, BeamSearchFields) {
+  EXPECT_TRUE(ValidateWith([](SamplingParams& p) {
+                p.num_beams = 4;
+                p.num_return_sequences = 4;
+                p.length_penalty = -2.0f;
+                p.early_stopping = EarlyStopping::kNever;
+                p.min_tokens = 3;
+                p.seed = 7;
+              }).ok());
+  EXPECT_TRUE(ValidateWith([](SamplingParams& p) { p.num_beams = SamplingParams::kMaxBeams; }).ok());
+  ExpectBad([](SamplingParams& p) { p.num_beams = 0; }, "num_beams");
+  ExpectBad([](SamplingParams& p) { p.num_beams = SamplingParams::kMaxBeams + 1; }, "num_beams");
+  ExpectBad([](SamplingParams& p) { p.num_return_sequences = 2; }, "num_return_sequences");  // > num_beams = 1
+  ExpectBad(
+      [](SamplingParams& p) {
+        p.num_beams = 2;
+        p.num_return_sequences = 3;
+      },
+      "num_return_sequences");
+  ExpectBad([](SamplingParams& p) { p.num_return_sequences = 0; }, "num_return_sequences");
+  ExpectBad([](SamplingParams& p) { p.length_penalty = std::numeric_limits<float>::infinity(); }, "length_penalty");
+  ExpectBad([](SamplingParams& p) { p.early_stopping = static_cast<EarlyStopping>(3); }, "early_stopping");
+}
+
+TEST(SamplingParamsTest, BeamSearchRefusesSamplingOnlyFields) {
+  const std::vector<std::pair<std::string, std::function<void(SamplingParams&)>>> cases = {
+      {"temperature", [](SamplingParams& p) { p.temperature = 0.7f; }},
+      {"top_k", [](SamplingParams& p) { p.top_k = 5; }},
+      {"top_p", [](SamplingParams& p) { p.top_p = 0.9f; }},
+      {"min_p", [](SamplingParams& p) { p.min_p = 0.1f; }},
+      {"top_a", [](SamplingParams& p) { p.top_a = 0.1f; }},
+      {"repeat_penalty", [](SamplingParams& p) { p.repeat_penalty = 1.1f; }},
+      {"presence_penalty", [](SamplingParams& p) { p.presence_penalty = 0.5f; }},
+      {"frequency_penalty", [](SamplingParams& p) { p.frequency_penalty = 0.5f; }},
+      {"no_repeat_ngram_size", [](SamplingParams& p) { p.no_repeat_ngram_size = 3; }},
+      {"logit_bias",
+       [](SamplingParams& p) {
+         p.logit_bias = {{5, 1.0f}};
+       }},
+      {"stop", [](SamplingParams& p) { p.stop = {"x"}; }},
+      {"top_logprobs", [](SamplingParams& p) { p.top_logprobs = 2; }},
+  };
+  for (const auto& [field, edit] : cases) {
+    ExpectBad(
+        [&edit = edit](SamplingParams& p) {
+          p.num_beams = 2;
+          edit(p);
+        },
+        field);
+    // The same value without beams is fine.
+    EXPECT_TRUE(ValidateWith(edit).ok()) << field;
+  }
+}
+
+TEST(SamplingParamsTest, ParsesEarlyStopping) {
+  EXPECT_EQ(ParseEarlyStopping("true").value(), EarlyStopping::kTrue);
+  EXPECT_EQ(ParseEarlyStopping("false").value(), EarlyStopping::kFalse);
+  EXPECT_EQ(ParseEarlyStopping("never").value(), EarlyStopping::kNever);
+  Result<EarlyStopping> bad = ParseEarlyStopping("sometimes");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("early_stopping"), std::string::npos);
+  EXPECT_STREQ(early_stopping_name(EarlyStopping::kNever), "never");
 }
 
 }  // namespace
