@@ -59,7 +59,9 @@ class EmbeddingActor : public StageActor {
       const uint32_t first = s.first_position() + static_cast<uint32_t>(begin);
       next.set_first_position(first);
       next.set_token_count(static_cast<uint32_t>(end - begin));
-      *next.mutable_rest_of_route() = end == n ? s.rest_of_route() : shards_only;
+      // A chunk before the last ends at the shards, unless every row's logits are wanted.
+      *next.mutable_rest_of_route() = end == n || s.all_logits() ? s.rest_of_route() : shards_only;
+      next.set_all_logits(s.all_logits());
       *next.mutable_parent_rows() = s.parent_rows();  // a beam step: one token per row (never chunked)
       ctx_->counters.steps_total++;
       Status st = sender_.ForwardStep(std::move(next), std::move(*hidden));

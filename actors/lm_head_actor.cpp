@@ -61,7 +61,9 @@ class LmHeadActor : public StageActor {
     if (batch.empty()) return;
     // Rows each step gets logits for: every row of a beam step (one per
     // beam, Step.parent_rows), else the last position's.
-    auto logit_rows = [](const StepMessage& m) { return m.step.parent_rows_size() > 0 ? m.tensor.size(0) : 1; };
+    auto logit_rows = [](const StepMessage& m) {
+      return m.step.parent_rows_size() > 0 || m.step.all_logits() ? m.tensor.size(0) : 1;
+    };
     Result<at::Tensor> logits = Status::Internal("not run");
     int64_t n_logit_rows = 0;
     try {
@@ -94,7 +96,7 @@ class LmHeadActor : public StageActor {
       const int64_t n = m.tensor.size(0);
       const int64_t k = logit_rows(m);
       v1::Step next = std::move(m.step);
-      if (next.parent_rows_size() == 0) {
+      if (next.parent_rows_size() == 0 && !next.all_logits()) {
         next.set_first_position(next.first_position() + static_cast<uint32_t>(n - 1));
         next.set_token_count(1);
       }

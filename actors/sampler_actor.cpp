@@ -12,6 +12,7 @@
 #include "messages/finish_reason_proto.h"
 #include "pipeline/model/generation.h"
 #include "pipeline/sampling/beam_search.h"
+#include "pipeline/sampling/prompt_scorer.h"
 
 namespace troupe::actors {
 namespace {
@@ -36,6 +37,10 @@ struct SamplerSession {
   uint32_t replays = 0;  // times the session was replayed over a new route
   Clock::time_point first_token, last_token, last_activity;
   std::shared_ptr<BeamSearch> beams;  // beam search sessions only
+  // Prompt logprobs (params.prompt_logprobs >= 0): scored from the prefill's
+  // every-row logits, sent once as PromptLogprobs before the first Token.
+  std::unique_ptr<PromptScorer> prompt_scorer;
+  bool prompt_sent = false;
 };
 
 class SamplerActor : public StageActor {
@@ -93,9 +98,12 @@ class SamplerActor : public StageActor {
       if (!search.ok()) return ReportFailure(id, v1::BAD_REQUEST, search.status().ToString(), Origin{});
       beams = std::make_shared<BeamSearch>(std::move(*search));
     }
+    std::unique_ptr<PromptScorer> scorer;
+    if (s.params.prompt_logprobs >= 0) scorer = std::make_unique<PromptScorer>(s.prompt, s.params.prompt_logprobs);
     const auto now = Clock::now();
-    sessions_.emplace(
+    auto [it, added] = sessions_.emplace(
         id, SamplerSession{std::move(s), std::move(*gen), std::move(amateur), 0, 0, now, now, now, std::move(beams)});
+    if (added) it->second.prompt_scorer = std::move(scorer);
   }
 
   void OnMove(SessionMove& m) {
@@ -125,6 +133,10 @@ class SamplerActor : public StageActor {
     step.set_token_count(static_cast<uint32_t>(tokens.size()));
     for (int32_t t : tokens) step.add_token_ids(t);
     for (const v1::RouteHop& hop : s.start.route) *step.add_rest_of_route() = hop;
+    if (s.prompt_scorer && !s.prompt_sent) {  // lost during the prefill: score it all again
+      s.prompt_scorer->Reset();
+      step.set_all_logits(true);
+    }
     ctx_->counters.sessions_resumed_total++;
     Status st = sender_.ForwardStep(std::move(step), at::Tensor());
     if (!st.ok()) return Fail(id, v1::UNAVAILABLE, "sampler cannot replay the session: " + st.ToString());
@@ -137,6 +149,7 @@ class SamplerActor : public StageActor {
     if (it == sessions_.end()) return;  // dropped meanwhile (cancelled or failed)
     SamplerSession& s = it->second;
     if (s.beams) return OnBeamLogits(it, m);
+    if (m.step.all_logits() && !ScorePrompt(s, m)) return;  // a chunk of the prompt's rows, or a failure
     const at::Tensor& logits = m.tensor;
     if (!logits.defined() || logits.dim() != 2 || logits.size(0) != 1 || logits.scalar_type() != at::kFloat ||
         !logits.is_contiguous()) {
@@ -201,6 +214,61 @@ class SamplerActor : public StageActor {
     }
     if (finished) return Finish(it);
     ScheduleRetry();
+  }
+
+  // The every-row logits of a prefill chunk: scores the prompt tokens. True
+  // when the chunk held the last prompt position: `m` then carries only that
+  // row, the first answer token's, and the PromptLogprobs have been sent.
+  bool ScorePrompt(SamplerSession& s, StepMessage& m) {
+    const uint64_t id = m.step.session_id();
+    const at::Tensor& rows = m.tensor;
+    if (!s.prompt_scorer) {
+      Fail(id, v1::BAD_REQUEST, "every-row logits for a session that asked for no prompt logprobs");
+      return false;
+    }
+    if (!rows.defined() || rows.dim() != 2 || rows.size(0) != m.step.token_count() ||
+        rows.scalar_type() != at::kFloat || !rows.is_contiguous()) {
+      Fail(id, v1::BAD_TENSOR, "the sampler needs logits [rows, vocab] f32");
+      return false;
+    }
+    const int64_t first = m.step.first_position(), n = rows.size(0);
+    {
+      ComputeTimer timer(ctx_->counters.compute_ns);
+      if (Status st = s.prompt_scorer->Add(first, rows.data_ptr<float>(), n, rows.size(1)); !st.ok()) {
+        Fail(id, v1::BAD_REQUEST, st.message());
+        return false;
+      }
+    }
+    s.last_activity = Clock::now();
+    if (first + n < static_cast<int64_t>(s.start.prompt.size())) return false;  // more chunks to come
+    SendPromptLogprobs(s);
+    m.tensor = rows.slice(0, n - 1, n).contiguous();
+    m.step.set_first_position(static_cast<uint32_t>(first + n - 1));
+    m.step.set_token_count(1);
+    return true;
+  }
+
+  void SendPromptLogprobs(SamplerSession& s) {
+    s.prompt_sent = true;
+    v1::Envelope env = NewEnvelope(s.start.request_id);
+    v1::PromptLogprobs* p = env.mutable_prompt_logprobs();
+    p->set_job_id(s.start.job_id);
+    const std::vector<int32_t>& prompt = s.prompt_scorer->prompt();
+    for (size_t i = 0; i < prompt.size(); ++i) {
+      v1::PromptToken* t = p->add_tokens();
+      t->set_token_id(prompt[i]);
+      t->set_token_bytes(ctx_->tokenizer->TokenBytes(prompt[i]));
+      if (i == 0 || i > s.prompt_scorer->scored().size()) continue;
+      const TokenLogprobs& scored = s.prompt_scorer->scored()[i - 1];
+      t->set_logprob(scored.logprob);
+      for (const TokenLogprob& alt : scored.top) {
+        v1::TokenLogprob* a = t->add_top_logprobs();
+        a->set_token_id(alt.id);
+        a->set_logprob(alt.logprob);
+        a->set_token_bytes(ctx_->tokenizer->TokenBytes(alt.id));
+      }
+    }
+    Sent(sender_.Reply(s.start.client, std::move(env)));
   }
 
   void Finish(std::map<uint64_t, SamplerSession>::iterator it) {

@@ -422,7 +422,8 @@ class ShardActor : public StageActor {
       r0 += t;
       v1::Step next = std::move(m.step);
       if (next.rest_of_route_size() == 0) continue;  // the route ends here (a prefill chunk)
-      if (next.rest_of_route(0).stage() == v1::STAGE_LM_HEAD && t > 1 && next.parent_rows_size() == 0) {
+      if (next.rest_of_route(0).stage() == v1::STAGE_LM_HEAD && t > 1 && next.parent_rows_size() == 0 &&
+          !next.all_logits()) {
         out = out.slice(0, t - 1, t);  // the LM head reads the last position only
         next.set_first_position(next.first_position() + static_cast<uint32_t>(t - 1));
         next.set_token_count(1);

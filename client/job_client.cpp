@@ -230,6 +230,10 @@ Result<JobClient::Event> JobClient::Next(const std::function<bool()>& cancelled)
         ev.has_token = true;
         ev.token = std::move(*answer->mutable_token());
         return ev;
+      case v1::Envelope::kPromptLogprobs:
+        ev.has_prompt_logprobs = true;
+        ev.prompt_logprobs = std::move(*answer->mutable_prompt_logprobs());
+        return ev;
       case v1::Envelope::kFinish:
         m.job_running = false;
         ev.has_finish = true;

@@ -65,7 +65,8 @@ class JobClient {
   // once accepted, else the refusal (as Run reports errors).
   Result<uint64_t> Submit(const v1::JobSubmit& job);
   // The next Token of the submitted job (token set), a JOB_QUEUED notice
-  // (queued set: it waits for KV cache, queued.queue_position jobs ahead), or
+  // (queued set: it waits for KV cache, queued.queue_position jobs ahead), the
+  // prompt's logprobs (prompt_logprobs set; SamplingParams.prompt_logprobs), or
   // its Finish (finish set; the job is over). Waits like Run; `cancelled`, when given, is asked
   // every 100 ms meanwhile, and when it says true the job is cancelled
   // (Cancel) and Next fails with kCancelled ("CANCELLED: job N was cancelled
@@ -77,6 +78,8 @@ class JobClient {
     v1::Finish finish;
     bool has_queued = false;
     v1::JobStatus queued;
+    bool has_prompt_logprobs = false;  // before the first token, when the job asked for them
+    v1::PromptLogprobs prompt_logprobs;
   };
   Result<Event> Next(const std::function<bool()>& cancelled = nullptr);
   // Sends JobCancel for the submitted job and waits briefly (1 s) for the

@@ -14,6 +14,7 @@
 #include "http/openai_api.h"
 #include "http/peer_watch.h"
 #include "http/socket_lookup.h"
+#include "pipeline/text/stream_decoder.h"
 
 namespace troupe::http {
 namespace {
@@ -256,6 +257,7 @@ void HttpServer::Routes() {
           std::string text;
           std::vector<v1::Token> scored;  // tokens with logprobs (an eos token is no part of the answer)
           v1::Finish finish;
+          v1::PromptLogprobs prompt;  // echo
           bool done = false;
         };
         std::vector<Answer> answers(parsed.n);
@@ -265,6 +267,7 @@ void HttpServer::Routes() {
           while (!a.done) {
             auto ev = backends[i]->Next(left);
             if (!ev.ok()) return failed(ev.status());
+            if (ev->has_prompt_logprobs) a.prompt = std::move(ev->prompt_logprobs);
             if (ev->has_token) {
               a.text += ev->token.text();
               if (ev->token.has_logprob() && !ev->token.eos()) a.scored.push_back(std::move(ev->token));
@@ -284,8 +287,25 @@ void HttpServer::Routes() {
         std::vector<ChoiceAnswer> choices;
         for (size_t i = 0; i < answers.size(); ++i) {
           if (auto e = read(i, false)) return SendError(res, *e);
-          choices.push_back({answers[i].text, answers[i].finish,
-                             parsed.logprobs ? LogprobsJson(kind, answers[i].scored) : json(nullptr)});
+          Answer& a = answers[i];
+          if (parsed.drop_answer) {  // echo with max_tokens 0: the prompt only
+            a.text.clear();
+            a.scored.clear();
+            a.finish.set_generated_tokens(0);
+            a.finish.set_reason(v1::FINISH_LENGTH);
+          }
+          const v1::PromptLogprobs* prompt = parsed.echo ? &a.prompt : nullptr;
+          if (parsed.echo) {
+            std::string echoed = parsed.job.prompt();
+            if (parsed.job.prompt_tokens_size() > 0) {  // a token-id prompt: its bytes
+              std::string bytes;
+              for (const v1::PromptToken& t : a.prompt.tokens()) bytes += t.token_bytes();
+              echoed.clear();
+              AppendUtf8Lossy(bytes, true, &echoed);
+            }
+            a.text = echoed + a.text;
+          }
+          choices.push_back({a.text, a.finish, parsed.logprobs ? LogprobsJson(kind, a.scored, prompt) : json(nullptr)});
         }
         return SendJson(res, 200, CompletionResponse(kind, meta, choices));
       }

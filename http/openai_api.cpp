@@ -230,10 +230,6 @@ std::optional<ApiError> ParsePrompt(const json& body, v1::JobSubmit* job) {
 
 // Fields that would change the answer in ways we do not implement.
 std::optional<ApiError> RefuseUnsupported(ApiKind kind, const json& body) {
-  if (const json* v = Field(body, "echo")) {
-    if (!v->is_boolean()) return WrongType("echo", "a boolean", *v);
-    if (v->get<bool>()) return Unsupported("echo", "echo is not supported");
-  }
   if (const json* v = Field(body, "best_of")) {
     if (!v->is_number_integer()) return WrongType("best_of", "an integer", *v);
     if (v->get<int64_t>() != 1) return Unsupported("best_of", "only 1 is supported");
@@ -297,8 +293,18 @@ std::optional<ApiError> ParseRequest(ApiKind kind, const std::string& body, Pars
   SamplingParams params;
   params.temperature = 1.0f;  // OpenAI's default
   params.max_tokens = kind == ApiKind::kChat ? kDefaultChatTokens : kDefaultCompletionTokens;
+  // echo (completions): the prompt before the answer, with its logprobs when
+  // logprobs is asked for; max_tokens may then be 0 (scoring only: one token
+  // is generated and dropped).
+  if (auto e = ReadBool(j, "echo", &out->echo)) return e;
+  if (out->echo && kind == ApiKind::kChat) return Invalid("echo", "is a completions field");
+  if (out->echo && out->n > 1) return Unsupported("echo", "echo with n > 1 is not supported");
   std::optional<int64_t> max_tokens;
-  if (auto e = ReadInt(j, "max_tokens", 1, 1 << 30, &max_tokens)) return e;
+  if (auto e = ReadInt(j, "max_tokens", out->echo ? 0 : 1, 1 << 30, &max_tokens)) return e;
+  if (max_tokens && *max_tokens == 0) {
+    out->drop_answer = true;
+    max_tokens = 1;
+  }
   if (kind == ApiKind::kChat && !max_tokens) {
     if (auto e = ReadInt(j, "max_completion_tokens", 1, 1 << 30, &max_tokens)) return e;
   }
@@ -410,6 +416,11 @@ std::optional<ApiError> ParseRequest(ApiKind kind, const std::string& body, Pars
     if (n) params.top_logprobs = static_cast<int32_t>(*n);
   }
   out->logprobs = params.top_logprobs >= 0;
+  if (out->echo) {
+    if (out->stream) return Unsupported("echo", "echo with stream: true is not supported");
+    // The prompt's tokens come back with the answer (their text too, for a token-id prompt).
+    params.prompt_logprobs = std::max(0, params.top_logprobs);
+  }
   if (auto e = ReadContrastive(j, &params)) return e;
   // Extras: a kept session (the job protocol's session / keep / max_length);
   // a continuing chat sends only its new messages.
@@ -517,7 +528,7 @@ json ByteList(const std::string& bytes) {
 
 }  // namespace
 
-json LogprobsJson(ApiKind kind, const std::vector<v1::Token>& tokens) {
+json LogprobsJson(ApiKind kind, const std::vector<v1::Token>& tokens, const v1::PromptLogprobs* prompt) {
   if (kind == ApiKind::kChat) {
     json content = json::array();
     for (const v1::Token& t : tokens) {
@@ -535,6 +546,21 @@ json LogprobsJson(ApiKind kind, const std::vector<v1::Token>& tokens) {
   }
   json texts = json::array(), logprobs = json::array(), tops = json::array(), offsets = json::array();
   size_t offset = 0;
+  auto advance = [&](const std::string& text) {
+    for (unsigned char c : text) offset += (c & 0xC0) != 0x80;  // characters, as OpenAI counts them
+  };
+  if (prompt) {  // echo: the prompt's tokens first, the first one without a logprob
+    for (const v1::PromptToken& t : prompt->tokens()) {
+      const std::string text = TokenText(t.token_bytes());
+      texts.push_back(text);
+      logprobs.push_back(t.has_logprob() ? json(t.logprob()) : json(nullptr));
+      json top = t.has_logprob() ? json::object() : json(nullptr);
+      for (const v1::TokenLogprob& a : t.top_logprobs()) top[TokenText(a.token_bytes())] = a.logprob();
+      tops.push_back(std::move(top));
+      offsets.push_back(offset);
+      advance(text);
+    }
+  }
   for (const v1::Token& t : tokens) {
     const std::string text = TokenText(t.token_bytes());
     texts.push_back(text);
@@ -543,7 +569,7 @@ json LogprobsJson(ApiKind kind, const std::vector<v1::Token>& tokens) {
     for (const v1::TokenLogprob& a : t.top_logprobs()) top[TokenText(a.token_bytes())] = a.logprob();
     tops.push_back(std::move(top));
     offsets.push_back(offset);
-    for (unsigned char c : text) offset += (c & 0xC0) != 0x80;  // characters, as OpenAI counts them
+    advance(text);
   }
   return json{{"tokens", std::move(texts)},
               {"token_logprobs", std::move(logprobs)},

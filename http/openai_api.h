@@ -60,6 +60,8 @@ struct ParsedRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   bool logprobs = false;       // answer with logprobs (job.sampling.top_logprobs >= 0)
+  bool echo = false;           // completions: the prompt (and its logprobs) before the answer
+  bool drop_answer = false;    // echo with max_tokens 0: the one token generated is not returned
 };
 
 // Parses and validates a request body. Rejects bodies nested deeper than 64
@@ -93,7 +95,10 @@ nlohmann::json Usage(const std::vector<v1::Finish>& finishes);
 // completions {tokens, token_logprobs, top_logprobs, text_offset} (character
 // offsets into the concatenated token texts). A token's text is its own bytes, with
 // U+FFFD where they are not whole characters.
-nlohmann::json LogprobsJson(ApiKind kind, const std::vector<v1::Token>& tokens);
+// With `prompt` (completions' echo) its tokens come first, the first one
+// with null logprob and top_logprobs (nothing precedes it).
+nlohmann::json LogprobsJson(ApiKind kind, const std::vector<v1::Token>& tokens,
+                            const v1::PromptLogprobs* prompt = nullptr);
 // The whole answer (stream: false); `logprobs` null unless asked for.
 nlohmann::json CompletionResponse(ApiKind kind, const ResponseMeta& meta, const std::string& text,
                                   const v1::Finish& finish, const nlohmann::json& logprobs = nullptr);

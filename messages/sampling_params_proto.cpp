@@ -18,6 +18,7 @@ v1::SamplingParams SamplingParamsToProto(const SamplingParams& params) {
   proto.set_seed(params.seed);
   for (const std::string& s : params.stop) proto.add_stop(s);
   proto.set_top_logprobs(params.top_logprobs);
+  proto.set_prompt_logprobs(params.prompt_logprobs);
   proto.set_presence_penalty(params.presence_penalty);
   proto.set_frequency_penalty(params.frequency_penalty);
   proto.set_no_repeat_ngram_size(params.no_repeat_ngram_size);
@@ -46,6 +47,7 @@ WireResult<SamplingParams> SamplingParamsFromProto(const v1::SamplingParams& pro
   if (proto.has_seed()) params.seed = proto.seed();
   params.stop.assign(proto.stop().begin(), proto.stop().end());
   if (proto.has_top_logprobs()) params.top_logprobs = proto.top_logprobs();
+  if (proto.has_prompt_logprobs()) params.prompt_logprobs = proto.prompt_logprobs();
   if (proto.has_presence_penalty()) params.presence_penalty = proto.presence_penalty();
   if (proto.has_frequency_penalty()) params.frequency_penalty = proto.frequency_penalty();
   if (proto.has_no_repeat_ngram_size()) params.no_repeat_ngram_size = proto.no_repeat_ngram_size();

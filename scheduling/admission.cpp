@@ -30,6 +30,9 @@ WireResult<AdmittedJob> Admit(const v1::JobSubmit& submit, const Tokenize& token
   }
   WireResult<SamplingParams> params = SamplingParamsFromProto(submit.sampling());
   if (!params.ok()) return params.error();
+  if (in_session && params->prompt_logprobs >= 0) {
+    return BadRequest("prompt_logprobs: a kept session's prompt is partly in its cache, not scored again");
+  }
   if (in_session && params->beam_search()) {
     return BadRequest("num_beams " + std::to_string(params->num_beams) +
                       ": beam search does not run in a kept session (one conversation, one row)");

@@ -154,7 +154,10 @@ std::optional<JobLifecycle::Job> JobLifecycle::InKeptSession(Job job, const Admi
 }
 bool JobLifecycle::ReusePrefix(Job& job, Clock::time_point now) {
   // Beam rows are filled from row 0 by the shards: a beam job copies nothing.
-  if (!config_.prefix_reuse || job.prompt.size() < 2 || job.params.beam_search()) return false;
+  // A job scoring its prompt needs every position computed.
+  if (!config_.prefix_reuse || job.prompt.size() < 2 || job.params.beam_search() || job.params.prompt_logprobs >= 0) {
+    return false;
+  }
   auto up = [&](const ParkedCache& c) {
     for (const v1::RouteHop& hop : c.route) {
       if (hop.stage() == v1::STAGE_SHARD && !registry_.Find(hop.node_id())) return false;
@@ -235,7 +238,9 @@ void JobLifecycle::Start(Job& job, Clock::time_point now, Actions& out) {
   start.opened = now;
   out.push_back(std::move(start));
   // The prefill: what the caches do not hold yet, to the embedding, which chunks it.
-  out.push_back(Prefill{job.session_id, PrefillStep(job.session_id, job.prompt, job.cached, job.route)});
+  v1::Step prefill = PrefillStep(job.session_id, job.prompt, job.cached, job.route);
+  prefill.set_all_logits(job.params.prompt_logprobs >= 0);  // every row's logits: the prompt's logprobs
+  out.push_back(Prefill{job.session_id, std::move(prefill)});
 }
 
 // ------------------------------------------------------------------ endings

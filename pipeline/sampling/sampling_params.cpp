@@ -28,6 +28,7 @@ const char* SamplingOnlyField(const SamplingParams& p) {
   if (!p.logit_bias.empty()) return "logit_bias";
   if (!p.stop.empty()) return "stop";
   if (p.top_logprobs != -1) return "top_logprobs";
+  if (p.prompt_logprobs != -1) return "prompt_logprobs";
   return nullptr;
 }
 
@@ -84,6 +85,9 @@ Status SamplingParams::Validate() const {
   if (max_tokens < 1) return Bad("max_tokens", max_tokens, "must be >= 1");
   if (top_logprobs < -1 || top_logprobs > 20) {
     return Bad("top_logprobs", top_logprobs, "must be in [0, 20] (-1 = no logprobs)");
+  }
+  if (prompt_logprobs < -1 || prompt_logprobs > 20) {
+    return Bad("prompt_logprobs", prompt_logprobs, "must be in [0, 20] (-1 = none)");
   }
   if (!(contrastive_alpha >= 0.0f && contrastive_alpha <= 1.0f)) {
     return Bad("contrastive_alpha", contrastive_alpha, "must be in [0, 1]");

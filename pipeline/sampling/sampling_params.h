@@ -73,6 +73,10 @@ struct SamplingParams {
   // Report each sampled token's logprob and this many most likely tokens
   // (pipeline/sampling/logprobs.h), 0..20; -1 = no logprobs.
   int32_t top_logprobs = -1;
+  // Score the prompt too: each prompt token's logprob given the tokens
+  // before it and this many most likely tokens at its position, 0..20
+  // (what OpenAI's echo with logprobs returns); -1 = none.
+  int32_t prompt_logprobs = -1;
   // Contrastive decoding (pipeline/sampling/contrastive.h): combine the
   // expert's logits with an amateur model's before the rest of the chain.
   // Needs an amateur model where the session runs (a Generation fed without

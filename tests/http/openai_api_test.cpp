@@ -40,6 +40,18 @@ TEST(OpenAiApi, ACompletionPromptMayBeTokenIds) {
   EXPECT_TRUE(r.job.prompt().empty());
 }
 
+TEST(OpenAiApi, EchoScoresThePromptAndMayGenerateNothing) {
+  ParsedRequest r = MustParse(ApiKind::kCompletion,
+                              {{"prompt", json::array({5, 6})}, {"echo", true}, {"logprobs", 1}, {"max_tokens", 0}});
+  EXPECT_TRUE(r.echo);
+  EXPECT_TRUE(r.drop_answer);
+  EXPECT_EQ(r.job.sampling().max_tokens(), 1);
+  EXPECT_EQ(r.job.sampling().prompt_logprobs(), 1);
+  r = MustParse(ApiKind::kCompletion, {{"prompt", "hi"}, {"echo", true}});
+  EXPECT_EQ(r.job.sampling().prompt_logprobs(), 0) << "the prompt's tokens come back even without logprobs";
+  EXPECT_FALSE(r.drop_answer);
+}
+
 TEST(OpenAiApi, CompletionFieldsAndExtras) {
   ParsedRequest r = MustParse(ApiKind::kCompletion, {{"prompt", json::array({"x"})},
                                                      {"max_tokens", 7},
@@ -133,7 +145,10 @@ TEST(OpenAiApi, RefusalsNameTheField) {
   EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": [1, -2]})").param, "prompt");
   EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": [1, "a"]})").param, "prompt");
   EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": ""})").param, "prompt");
-  EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "echo": true})").code, "unsupported_parameter");
+  EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "echo": true, "stream": true})").param, "echo");
+  EXPECT_EQ(MustFail(ApiKind::kChat, R"({"messages": [{"role": "user", "content": "x"}], "echo": true})").param,
+            "echo");
+  EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "max_tokens": 0})").param, "max_tokens");
   EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "num_beams": 4})").param, "num_beams");
   EXPECT_EQ(
       MustFail(ApiKind::kChat, R"({"messages": [{"role": "user", "content": "x"}], "early_stopping": true})").param,

@@ -22,7 +22,7 @@ TEST(SamplingParamsProtoTest, EmptyMessageMeansDefaults) {
   EXPECT_FALSE(p->contrastive);
   EXPECT_EQ(p->contrastive_alpha, d.contrastive_alpha);  // 0.1, not the proto3 zero
   EXPECT_EQ(p->contrastive_beta, d.contrastive_beta);    // 0.5
-  EXPECT_EQ(p->num_beams, 1);      // no beam search unless asked
+  EXPECT_EQ(p->num_beams, 1);                            // no beam search unless asked
   EXPECT_EQ(p->length_penalty, 1.0f);
   EXPECT_EQ(p->early_stopping, EarlyStopping::kFalse);
   EXPECT_EQ(p->num_return_sequences, 1);

@@ -11,6 +11,7 @@ import subprocess
 import time
 
 import pytest
+import requests
 
 from conftest import DEFAULT_MODEL, TROUPE_BIN
 from test_cluster import Cluster, THREADS
@@ -334,8 +335,8 @@ def test_bad_requests_get_400_naming_the_problem(port, client):
     assert err["code"] == "context_length_exceeded"
     # The official client sees them as BadRequestError.
     with pytest.raises(openai.BadRequestError) as e:
-        client.completions.create(model=MODEL_ID, prompt="hi", n=2)
-    assert e.value.status_code == 400 and "n = 1" in str(e.value)
+        client.completions.create(model=MODEL_ID, prompt="hi", n=17)
+    assert e.value.status_code == 400 and "n" == e.value.body["param"]
     with pytest.raises(openai.BadRequestError):
         client.chat.completions.create(model=MODEL_ID, messages=[{"role": "user", "content": "hi"}], max_tokens=-1)
     # And the server goes on serving.
@@ -623,3 +624,38 @@ def test_n_choices_share_one_prefill_and_each_equals_its_own_seed(client, cluste
     whole = client.chat.completions.create(model=MODEL_ID, messages=[{"role": "user", "content": prompt}],
                                            n=2, seed=3, temperature=0.9, max_tokens=12)
     assert texts == {i: c.message.content for i, c in enumerate(whole.choices)}
+
+
+def test_echo_scores_the_prompt_as_lm_evaluation_harness_asks(port):
+    # lm-evaluation-harness's log-likelihood request (local-completions):
+    # token ids of context + continuation, echo, logprobs 1, max_tokens 1;
+    # it sums token_logprobs[ctxlen:-1] and calls the continuation greedy
+    # when each of those tokens is its position's most likely. Reference:
+    # `troupe score` in one process.
+    text = "The capital of France is Paris, and the capital of Germany is Berlin."
+    ref = json.loads(run("score", "--text", text, "--threads", THREADS, "--model", DEFAULT_MODEL).stdout)
+    ids = ref["tokens"]
+    url = f"http://127.0.0.1:{port}/v1/completions"
+    body = {"model": MODEL_ID, "prompt": ids, "temperature": 0, "max_tokens": 1, "logprobs": 1, "seed": 1234,
+            "echo": True}
+    r = requests.post(url, json=body, timeout=120).json()
+    choice = r["choices"][0]
+    lp = choice["logprobs"]
+    assert len(lp["tokens"]) == len(ids) + 1 and lp["token_logprobs"][0] is None and lp["top_logprobs"][0] is None
+    assert lp["token_logprobs"][1:len(ids)] == pytest.approx(ref["logprobs"], abs=1e-5)
+    assert choice["text"].startswith(text) and "".join(lp["tokens"]) == choice["text"]
+    ctxlen = 6
+    assert sum(lp["token_logprobs"][ctxlen:-1]) == pytest.approx(sum(ref["logprobs"][ctxlen - 1:]), abs=1e-4)
+    greedy = all(tok == max(top.values()) for tok, top in zip(lp["token_logprobs"][ctxlen:-1],
+                                                              lp["top_logprobs"][ctxlen:-1]))
+    assert greedy == all(ref["argmax"][i - 1] == ids[i] for i in range(ctxlen, len(ids)))
+    # max_tokens 0 returns the prompt only; a text prompt scores the same.
+    r0 = requests.post(url, json={**body, "prompt": text, "max_tokens": 0}, timeout=120).json()
+    assert r0["choices"][0]["text"] == text and r0["usage"]["completion_tokens"] == 0
+    assert r0["choices"][0]["logprobs"]["token_logprobs"][1:] == pytest.approx(ref["logprobs"], abs=1e-5)
+    # A prompt longer than one prefill chunk (512 tokens) comes back whole.
+    long_text = " ".join(f"Line {i}: the lighthouse keeper counted ships." for i in range(80))
+    ref = json.loads(run("score", "--text", long_text, "--threads", THREADS, "--model", DEFAULT_MODEL).stdout)
+    assert len(ref["tokens"]) > 600
+    r = requests.post(url, json={**body, "prompt": long_text, "max_tokens": 0}, timeout=300).json()
+    assert r["choices"][0]["logprobs"]["token_logprobs"][1:] == pytest.approx(ref["logprobs"], abs=1e-5)
