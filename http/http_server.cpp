@@ -261,6 +261,7 @@ void HttpServer::Routes() {
           bool done = false;
         };
         std::vector<Answer> answers(parsed.n);
+        std::vector<v1::Token> beam_sequences;
         // Reads choice i's events until its Finish (or, with first_only, its first token).
         auto read = [&](size_t i, bool first_only) -> std::optional<ApiError> {
           Answer& a = answers[i];
@@ -268,7 +269,9 @@ void HttpServer::Routes() {
             auto ev = backends[i]->Next(left);
             if (!ev.ok()) return failed(ev.status());
             if (ev->has_prompt_logprobs) a.prompt = std::move(ev->prompt_logprobs);
-            if (ev->has_token) {
+            if (ev->has_token && ev->token.has_beam_sequence()) {  // one returned sequence, whole
+              beam_sequences.push_back(std::move(ev->token));
+            } else if (ev->has_token) {
               a.text += ev->token.text();
               if (ev->token.has_logprob() && !ev->token.eos()) a.scored.push_back(std::move(ev->token));
               if (first_only) return std::nullopt;
@@ -285,6 +288,19 @@ void HttpServer::Routes() {
           if (auto e = more_choices()) return SendError(res, *e);
         }
         std::vector<ChoiceAnswer> choices;
+        if (parsed.beams) {  // one job, one choice per returned sequence, best first
+          if (auto e = read(0, false)) return SendError(res, *e);
+          uint64_t generated = 0;
+          for (const v1::Token& t : beam_sequences) generated += t.beam_sequence().token_ids_size();
+          for (const v1::Token& t : beam_sequences) {
+            v1::Finish finish = answers[0].finish;
+            finish.set_reason(t.eos() ? v1::FINISH_EOS : v1::FINISH_LENGTH);
+            finish.set_generated_tokens(static_cast<uint32_t>(choices.empty() ? generated : 0));
+            choices.push_back({t.text(), finish, json(nullptr)});
+          }
+          if (choices.empty()) return SendError(res, failed(Status::Internal("beam search returned no sequence")));
+          return SendJson(res, 200, CompletionResponse(kind, meta, choices));
+        }
         for (size_t i = 0; i < answers.size(); ++i) {
           if (auto e = read(i, false)) return SendError(res, *e);
           Answer& a = answers[i];

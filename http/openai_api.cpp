@@ -244,13 +244,6 @@ std::optional<ApiError> RefuseUnsupported(ApiKind kind, const json& body) {
       if (!v->empty()) return Unsupported(key, "tool calling is not supported");
     }
   }
-  // Beam search runs through `troupe submit` / the job protocol; its HTTP
-  // extras (several choices from one job) are not wired yet.
-  for (const char* key : {"num_beams", "length_penalty", "early_stopping", "num_return_sequences"}) {
-    if (Field(body, key)) {
-      return Unsupported(key, std::string(key) + ": beam search is not available over HTTP yet (use troupe submit)");
-    }
-  }
   if (const json* v = Field(body, "response_format")) {
     if (!v->is_object()) return WrongType("response_format", "an object", *v);
     auto t = v->find("type");
@@ -416,6 +409,37 @@ std::optional<ApiError> ParseRequest(ApiKind kind, const std::string& body, Pars
     if (n) params.top_logprobs = static_cast<int32_t>(*n);
   }
   out->logprobs = params.top_logprobs >= 0;
+  // Beam search (extras, Hugging Face's names): num_return_sequences choices
+  // from one job, best first; greedy unless a temperature is given (which
+  // beam search then refuses, naming it).
+  std::optional<int64_t> beams, sequences;
+  if (auto e = ReadInt(j, "num_beams", 1, SamplingParams::kMaxBeams, &beams)) return e;
+  if (auto e = ReadInt(j, "num_return_sequences", 1, SamplingParams::kMaxBeams, &sequences)) return e;
+  std::optional<double> length_penalty;
+  if (auto e = ReadNumber(j, "length_penalty", -1e6, 1e6, &length_penalty)) return e;
+  if (const json* v = Field(j, "early_stopping")) {
+    std::string mode;
+    if (v->is_boolean()) {
+      mode = v->get<bool>() ? "true" : "false";
+    } else if (v->is_string()) {
+      mode = v->get<std::string>();
+    } else {
+      return WrongType("early_stopping", "true, false or \"never\"", *v);
+    }
+    Result<EarlyStopping> parsed = ParseEarlyStopping(mode);
+    if (!parsed.ok()) return Invalid("early_stopping", parsed.status().message());
+    params.early_stopping = *parsed;
+  }
+  if (beams) params.num_beams = static_cast<int32_t>(*beams);
+  if (sequences) params.num_return_sequences = static_cast<int32_t>(*sequences);
+  if (length_penalty) params.length_penalty = static_cast<float>(*length_penalty);
+  if (params.beam_search()) {
+    if (!Field(j, "temperature")) params.temperature = 0.0f;
+    if (out->stream) return Unsupported("num_beams", "beam search with stream: true is not supported");
+    if (out->n > 1) return Invalid("n", "with num_beams, ask for num_return_sequences instead of n");
+    if (out->echo) return Unsupported("echo", "echo with beam search is not supported");
+    out->beams = true;
+  }
   if (out->echo) {
     if (out->stream) return Unsupported("echo", "echo with stream: true is not supported");
     // The prompt's tokens come back with the answer (their text too, for a token-id prompt).

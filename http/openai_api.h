@@ -62,6 +62,7 @@ struct ParsedRequest {
   bool logprobs = false;       // answer with logprobs (job.sampling.top_logprobs >= 0)
   bool echo = false;           // completions: the prompt (and its logprobs) before the answer
   bool drop_answer = false;    // echo with max_tokens 0: the one token generated is not returned
+  bool beams = false;          // beam search: one choice per returned sequence (Token.beam_sequence)
 };
 
 // Parses and validates a request body. Rejects bodies nested deeper than 64

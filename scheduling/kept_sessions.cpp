@@ -43,7 +43,8 @@ KeptSession& KeptSessions::Add(KeptSession session) {
 }
 
 void KeptSessions::Remove(const std::string& name, const std::string& why) {
-  const std::string key = name;  // a copy: `name` may be the name of the session erased here
+  // A copy: `name` may be the erased session's own name.
+  const std::string key = name;  // NOLINT(performance-unnecessary-copy-initialization)
   if (!sessions_.erase(key)) return;
   if (!gone_.count(key)) gone_order_.push_back(key);
   gone_[key] = why;

@@ -149,9 +149,22 @@ TEST(OpenAiApi, RefusalsNameTheField) {
   EXPECT_EQ(MustFail(ApiKind::kChat, R"({"messages": [{"role": "user", "content": "x"}], "echo": true})").param,
             "echo");
   EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "max_tokens": 0})").param, "max_tokens");
-  EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "num_beams": 4})").param, "num_beams");
+  EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "num_beams": 4, "stream": true})").param, "num_beams");
+  EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "num_beams": 4, "n": 2})").param, "n");
+  EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "num_beams": 2, "early_stopping": "soon"})").param,
+            "early_stopping");
+  ParsedRequest beams = MustParse(ApiKind::kCompletion, {{"prompt", "x"},
+                                                         {"num_beams", 4},
+                                                         {"num_return_sequences", 2},
+                                                         {"early_stopping", "never"},
+                                                         {"length_penalty", 2}});
+  EXPECT_TRUE(beams.beams);
+  EXPECT_EQ(beams.job.sampling().num_beams(), 4);
+  EXPECT_EQ(beams.job.sampling().num_return_sequences(), 2);
+  EXPECT_EQ(beams.job.sampling().early_stopping(), v1::EARLY_STOPPING_NEVER);
+  EXPECT_EQ(beams.job.sampling().temperature(), 0.0f) << "greedy unless a temperature is given";
   EXPECT_EQ(
-      MustFail(ApiKind::kChat, R"({"messages": [{"role": "user", "content": "x"}], "early_stopping": true})").param,
+      MustFail(ApiKind::kChat, R"({"messages": [{"role": "user", "content": "x"}], "early_stopping": 3})").param,
       "early_stopping");
   EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "stream_options": {}})").param, "stream_options");
   EXPECT_EQ(MustFail(ApiKind::kChat, R"({"messages": []})").param, "messages");

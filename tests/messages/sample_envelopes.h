@@ -176,6 +176,19 @@ inline std::vector<v1::Envelope> SampleEnvelopes() {
     k->add_route("shard-0");
   }
   next().mutable_kept_session_closed()->set_name("chat-42");
+  {
+    v1::PromptLogprobs* p = next().mutable_prompt_logprobs();
+    p->set_job_id(9);
+    p->add_tokens()->set_token_id(504);
+    v1::PromptToken* t = p->add_tokens();
+    t->set_token_id(3458);
+    t->set_logprob(-2.5f);
+    t->set_token_bytes(" capital");
+    v1::TokenLogprob* a = t->add_top_logprobs();
+    a->set_token_id(282);
+    a->set_logprob(-0.5f);
+    a->set_token_bytes(" of");
+  }
   return out;
 }
 

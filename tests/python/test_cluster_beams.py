@@ -61,6 +61,25 @@ def test_shards_count_their_reorders(cluster):
         assert after[shard] - before.get(shard, 0) == copies, (before, after)
 
 
+def test_http_beams_are_choices_equal_to_generate(cluster):
+    # The official client, Hugging Face's names as extras: one choice per
+    # returned sequence, best first, as `troupe generate` returns them.
+    import openai
+    client = openai.OpenAI(base_url=f"http://127.0.0.1:{cluster.info['http_port']}/v1", api_key="unused",
+                           max_retries=0, timeout=120)
+    expected = generate("The quick brown fox", "--num-beams", "3", "--num-return-sequences", "2",
+                        "--length-penalty", "0.5", "--early-stopping", "true", "--max-tokens", "24")
+    r = client.completions.create(model="troupe", prompt="The quick brown fox", max_tokens=24, extra_body={
+        "num_beams": 3, "num_return_sequences": 2, "length_penalty": 0.5, "early_stopping": True})
+    assert [c.text for c in r.choices] == [t for _, t, _ in sequences(expected)]
+    assert [c.finish_reason for c in r.choices] == [{"eos": "stop", "length": "length"}[f]
+                                                    for _, _, f in sequences(expected)]
+    assert r.usage.completion_tokens == sum(len(toks) for toks, _, _ in sequences(expected))
+    with pytest.raises(openai.BadRequestError) as e:
+        client.completions.create(model="troupe", prompt="x", temperature=0.7, extra_body={"num_beams": 2})
+    assert "temperature" in e.value.body["message"]
+
+
 def test_cluster_refuses_bad_beam_settings_by_name(cluster):
     p = run("submit", "--endpoint", cluster.endpoint, "--prompt", "hi", "--num-beams", "2", "--top-p", "0.5")
     assert p.returncode != 0 and "top_p" in p.stderr, p.stderr
