@@ -163,9 +163,8 @@ TEST(OpenAiApi, RefusalsNameTheField) {
   EXPECT_EQ(beams.job.sampling().num_return_sequences(), 2);
   EXPECT_EQ(beams.job.sampling().early_stopping(), v1::EARLY_STOPPING_NEVER);
   EXPECT_EQ(beams.job.sampling().temperature(), 0.0f) << "greedy unless a temperature is given";
-  EXPECT_EQ(
-      MustFail(ApiKind::kChat, R"({"messages": [{"role": "user", "content": "x"}], "early_stopping": 3})").param,
-      "early_stopping");
+  EXPECT_EQ(MustFail(ApiKind::kChat, R"({"messages": [{"role": "user", "content": "x"}], "early_stopping": 3})").param,
+            "early_stopping");
   EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "stream_options": {}})").param, "stream_options");
   EXPECT_EQ(MustFail(ApiKind::kChat, R"({"messages": []})").param, "messages");
   EXPECT_EQ(MustFail(ApiKind::kChat, R"({"messages": [{"role": "tool", "content": "x"}]})").param, "messages[0].role");
