@@ -33,6 +33,7 @@ sched::LifecycleConfig LifecycleConfigOf(const NodeContext& ctx) {
   c.kept_ttl = std::chrono::milliseconds(static_cast<int64_t>(ctx.config.kept_session_ttl_seconds * 1000));
   c.kept_max_length = ctx.config.kept_session_max_length;
   c.prefix_reuse = ctx.config.prefix_reuse;
+  c.max_queued = static_cast<size_t>(ctx.config.max_queued_jobs);
   return c;
 }
 

@@ -52,6 +52,9 @@ void RegisterCluster(CLI::App& app) {
                  "Seconds an idle kept session lives on (troupe submit --session NAME --keep)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  up->add_option("--max-queued-jobs", o->max_queued_jobs, "Jobs waiting for KV cache at most; past that, BUSY")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   up->add_flag(
       "--no-prefix-reuse", [o](int64_t) { o->prefix_reuse = false; },
       "Close finished jobs' caches instead of parking them for jobs with the same prompt start");

@@ -201,6 +201,7 @@ Status LocalCluster::Launch(const ClusterOptions& o) {
     c.max_batch_sessions = o.max_batch_sessions;
     c.kept_session_ttl_seconds = o.kept_session_ttl_seconds;
     c.prefix_reuse = o.prefix_reuse;
+    c.max_queued_jobs = o.max_queued_jobs;
     c.listen = Endpoint(o.base_port, n.head ? 0 : 1 + index);
     c.job_listen = Endpoint(o.base_port, 1);
     if (n.head && o.http_port >= 0) c.http_listen = "127.0.0.1:" + std::to_string(o.http_port);

@@ -58,6 +58,7 @@ struct ClusterOptions {
   int max_batch_sessions = 0;
   double kept_session_ttl_seconds = 300;  // the head's; see node_config.h
   bool prefix_reuse = true;               // the head's; see node_config.h
+  int64_t max_queued_jobs = 1024;         // the head's; see node_config.h
   double ready_timeout_seconds = 180;
   std::string troupe_binary;  // this executable
 };

@@ -65,6 +65,7 @@ const std::set<std::string> kTopKeys = {"id",
                                         "kept_session_ttl_seconds",
                                         "kept_session_max_length",
                                         "prefix_reuse",
+                                        "max_queued_jobs",
                                         "max_batch_sessions",
                                         "endpoints",
                                         "security",
@@ -160,6 +161,8 @@ Result<NodeConfig> ParseNodeConfig(const std::string& text, const std::string& b
   TROUPE_RETURN_IF_ERROR(Read(root, "kept_session_ttl_seconds", &c.kept_session_ttl_seconds, what));
   TROUPE_RETURN_IF_ERROR(Read(root, "kept_session_max_length", &c.kept_session_max_length, what));
   TROUPE_RETURN_IF_ERROR(Read(root, "prefix_reuse", &c.prefix_reuse, what));
+  TROUPE_RETURN_IF_ERROR(Read(root, "max_queued_jobs", &c.max_queued_jobs, what));
+  if (c.max_queued_jobs < 0) return Status::InvalidArgument(what + ": max_queued_jobs: must be >= 0");
   if (c.kept_session_max_length < 1) return Status::InvalidArgument(what + ": kept_session_max_length: must be >= 1");
   TROUPE_RETURN_IF_ERROR(Read(root, "max_batch_sessions", &c.max_batch_sessions, what));
   if (c.max_batch_sessions < 0) return Status::InvalidArgument(what + ": max_batch_sessions: must be >= 0");
@@ -251,6 +254,7 @@ std::string NodeConfigToYaml(const NodeConfig& c) {
     out << YAML::Key << "kept_session_ttl_seconds" << YAML::Value << c.kept_session_ttl_seconds;
     out << YAML::Key << "kept_session_max_length" << YAML::Value << c.kept_session_max_length;
     out << YAML::Key << "prefix_reuse" << YAML::Value << c.prefix_reuse;
+    out << YAML::Key << "max_queued_jobs" << YAML::Value << c.max_queued_jobs;
   }
   if (c.max_batch_sessions > 0) out << YAML::Key << "max_batch_sessions" << YAML::Value << c.max_batch_sessions;
   out << YAML::Key << "endpoints" << YAML::Value << YAML::BeginMap;

@@ -17,6 +17,7 @@
 //   kept_session_ttl_seconds: 300   # head: an idle kept session expires after this long
 //                                   # (keep it below the shards' idle_timeout_seconds)
 //   kept_session_max_length: 2048   # head: positions a kept session reserves unless its job says
+//   max_queued_jobs: 1024           # head: jobs waiting for KV cache at most; past that BUSY
 //   prefix_reuse: true              # head: park finished jobs' caches on the shards; a job
 //                                   # whose prompt starts the same copies them (evicted LRU)
 //   endpoints:
@@ -80,6 +81,7 @@ struct NodeConfig {
   double kept_session_ttl_seconds = 300;
   int64_t kept_session_max_length = 2048;
   bool prefix_reuse = true;
+  int64_t max_queued_jobs = 1024;
   std::string listen = "tcp://127.0.0.1:*";
   std::string advertise;
   std::string job_listen = "tcp://127.0.0.1:*";

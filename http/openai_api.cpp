@@ -498,6 +498,11 @@ ApiError ErrorFromStatus(const Status& status) {
       invalid(409);
       e.param = "session";
       break;
+    case v1::BUSY:  // OpenAI's answer when it is overloaded
+      e.status = 429;
+      e.type = "rate_limit_error";
+      e.code = "queue_full";
+      break;
     case v1::SESSION_FULL:
       invalid(400);
       e.param = "session";

@@ -29,7 +29,8 @@ Status WireError::ToStatus() const {
     case v1::TIMEOUT: status_code = StatusCode::kDeadlineExceeded; break;
     case v1::CANCELLED: status_code = StatusCode::kCancelled; break;
     case v1::UNAVAILABLE:
-    case v1::SESSION_BUSY: status_code = StatusCode::kUnavailable; break;
+    case v1::SESSION_BUSY:
+    case v1::BUSY: status_code = StatusCode::kUnavailable; break;
     case v1::SESSION_FULL: status_code = StatusCode::kResourceExhausted; break;
     case v1::UNAUTHENTICATED: status_code = StatusCode::kIoError; break;
     default: break;

@@ -59,6 +59,14 @@ uint64_t JobLifecycle::TakeJobId(uint64_t asked) {
 Actions JobLifecycle::Submit(uint64_t job_id, const Origin& client, uint64_t request_id, AdmittedJob admitted,
                              Clock::time_point now) {
   Actions out;
+  if (QueueDepth() >= config_.max_queued) {  // jobs already wait: this one would too, past the bound
+    v1::Envelope busy = NewEnvelope(request_id);
+    *busy.mutable_error() = Busy(0);
+    busy.mutable_error()->set_job_id(job_id);
+    busy.mutable_error()->clear_session_id();
+    out.push_back(Reply{client, std::move(busy)});
+    return out;
+  }
   Job job;
   job.job_id = job_id;
   job.request_id = request_id;
@@ -470,7 +478,30 @@ void JobLifecycle::CloseRoute(uint64_t session_id, const std::vector<v1::RouteHo
 // A shard has no cache for the job now but will once other sessions close:
 // the job closes what this round opened and waits, oldest first, for its next
 // try (on every close and tick; replicas take turns on each try).
+size_t JobLifecycle::QueueDepth() const {
+  size_t n = 0;
+  for (const auto& [sid, job] : jobs_) n += job.state == JobState::kQueued;
+  return n;
+}
+
+v1::Error JobLifecycle::Busy(uint64_t session_id) const {
+  const size_t depth = QueueDepth();
+  v1::Error e = HeadError(v1::BUSY,
+                          "the head's queue is full: " + std::to_string(depth) + " jobs wait for KV cache (at most " +
+                              std::to_string(config_.max_queued) + "); retry in " +
+                              std::to_string(Seconds(config_.busy_retry)) + " s",
+                          session_id);
+  e.set_retryable(true);
+  e.set_queue_depth(static_cast<uint32_t>(depth));
+  e.set_retry_after_seconds(std::chrono::duration<double>(config_.busy_retry).count());
+  return e;
+}
+
 void JobLifecycle::Enqueue(Job& job, const v1::Error& why, Clock::time_point now, Actions& out) {
+  // A job with answers under way (rerouting) is never refused: it keeps its turn past the bound.
+  if (!job.queued_since && !job.sampler_holds && QueueDepth() >= config_.max_queued) {
+    return End(job.session_id, Busy(job.session_id), now, out);
+  }
   CloseOnShards(job, out);
   job.state = JobState::kQueued;
   job.waiting.clear();

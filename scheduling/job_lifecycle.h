@@ -38,6 +38,9 @@
 // never fired there, now does):
 // * Open timeout: a round of SessionOpen unanswered for `open_timeout` (30 s)
 //   fails the job TIMEOUT naming the silent nodes.
+// * Bounded queue: with `max_queued` jobs waiting, a new job is refused BUSY
+//   (retryable, with the queue depth and a retry hint), and so is a job that
+//   would join the queue; jobs already in it keep their place.
 // * Queue: a retryable CACHE_FULL while opening (or rerouting) closes this
 //   round's sessions and queues the job; another shard's CACHE_FULL of the same
 //   round and late SessionOpened for it are ignored. Queued jobs get their next
@@ -138,6 +141,8 @@ struct LifecycleConfig {
   bool prefix_reuse = true;                                      // park finished jobs' caches and copy shared prefixes
   int64_t min_reuse = 16;                                        // the shortest shared prefix worth a copy
   size_t max_parked = 256;                                       // parked caches the head keeps track of
+  size_t max_queued = 1024;                                      // jobs waiting for cache at most; past that, BUSY
+  std::chrono::milliseconds busy_retry = std::chrono::seconds(5);  // BUSY's retry hint
 };
 
 // What the head counts of prompts: tokens prefilled vs reused from a cache.
@@ -267,6 +272,10 @@ class JobLifecycle {
   void Close(uint64_t session_id, Clock::time_point now, Actions& out);
   uint32_t QueuePosition(const Job& job) const;
   void Enqueue(Job& job, const v1::Error& why, Clock::time_point now, Actions& out);
+  // Jobs waiting for cache now.
+  size_t QueueDepth() const;
+  // BUSY: the queue holds max_queued jobs already.
+  v1::Error Busy(uint64_t session_id) const;
   void NoticeQueued(Job& job, Clock::time_point now, Actions& out);
   void DispatchQueued(Clock::time_point now, Actions& out);
   void Dispatch(uint64_t session_id, v1::ErrorCode code, const std::string& why, Clock::time_point now, Actions& out);

@@ -192,6 +192,13 @@ TEST(OpenAiApi, HeadErrorsMapToHttp) {
   EXPECT_EQ(bad.status, 400);
   EXPECT_EQ(bad.code, "invalid_value");
   EXPECT_EQ(bad.message, "top_p must be in (0, 1]");
+  ApiError busy = ErrorFromStatus(FromHead(v1::BUSY, "the head's queue is full"));
+  EXPECT_EQ(busy.status, 429);
+  EXPECT_EQ(busy.code, "queue_full");
+  ApiError session = ErrorFromStatus(FromHead(v1::SESSION_BUSY, "kept session 's' is running job 4"));
+  EXPECT_EQ(session.status, 409);
+  EXPECT_EQ(session.param, "session");
+  EXPECT_EQ(session.message, "kept session 's' is running job 4");
   for (v1::ErrorCode code : {v1::NO_ROUTE, v1::UNAVAILABLE, v1::CACHE_FULL, v1::TIMEOUT}) {
     ApiError e = ErrorFromStatus(FromHead(code, "no shard serves layer 10"));
     EXPECT_EQ(e.status, 503) << ErrorCodeName(code);

@@ -552,3 +552,31 @@ ready_file: shard-a.ready.json
                 p.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 p.kill()
+
+
+def test_a_full_queue_answers_busy_and_the_queued_job_still_runs(troupe_bin, model_path):
+    # One shard whose budget holds one long job; a queue of one. The second
+    # job waits for cache, the third is refused BUSY (429 over HTTP), and
+    # both accepted jobs complete.
+    c = Cluster(shards=1, extra=("--cache-budget-mb", "10", "--max-queued-jobs", "1"))
+    try:
+        def long_job():
+            return subprocess.Popen([str(TROUPE_BIN), "submit", "--endpoint", c.endpoint, "--prompt", "Count:",
+                                     "--max-tokens", "300", "--min-tokens", "300", "--json"],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first = long_job()
+        assert first.stdout.readline().startswith("{")  # running
+        second = long_job()
+        assert "waits for KV cache" in second.stderr.readline()
+        third = run("submit", "--endpoint", c.endpoint, "--prompt", "Count:", "--max-tokens", "300")
+        assert third.returncode == 1 and "BUSY: the head's queue is full: 1 jobs wait" in third.stderr, third.stderr
+        import requests
+        r = requests.post(f"http://127.0.0.1:{c.info['http_port']}/v1/completions",
+                          json={"prompt": "Count:", "max_tokens": 300}, timeout=60)
+        assert r.status_code == 429 and r.json()["error"]["code"] == "queue_full", r.text
+        for job in (first, second):
+            out, err = job.communicate(timeout=300)
+            assert job.returncode == 0, err
+            assert json_lines(out)[-1]["generated_tokens"] == 300
+    finally:
+        c.stop()

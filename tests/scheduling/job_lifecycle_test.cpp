@@ -485,6 +485,39 @@ TEST_F(JobLifecycleTest, AFailedSendFailsTheJob) {
   EXPECT_FALSE(lc->Has(kFirst + 1));
 }
 
+TEST_F(JobLifecycleTest, AFullQueueAnswersBusyWithItsDepthAndARetryHint) {
+  LifecycleConfig c;
+  c.node_id = "head";
+  c.n_layers = 4;
+  c.max_positions = 64;
+  c.first_session_id = kFirst;
+  c.max_queued = 1;
+  Registry r;
+  r.Upsert(ShardEntry{"a", "tcp://a", 0, 4, true, t0});
+  lc = std::make_unique<JobLifecycle>(c, std::move(r));
+  Queued(5, t0);  // the queue is full
+  Actions out = lc->Submit(6, kOther, 66, Prompt(), t0);
+  ASSERT_EQ(Kinds(out), "Reply") << "refused before it opens anything";
+  const v1::Error& busy = std::get<Reply>(out[0]).envelope.error();
+  EXPECT_EQ(busy.code(), v1::BUSY);
+  EXPECT_TRUE(busy.retryable());
+  EXPECT_EQ(busy.queue_depth(), 1u);
+  EXPECT_EQ(busy.retry_after_seconds(), 5.0);
+  EXPECT_EQ(busy.job_id(), 6u);
+  EXPECT_EQ(std::get<Reply>(out[0]).envelope.request_id(), 66u);
+  // The queued job keeps its place; once it runs, there is room again.
+  EXPECT_EQ(lc->StateOf(5), JobState::kQueued);
+  lc->Tick(t0 + seconds(1));  // its next try
+  lc->Opened(lc->SessionOf(5), "a", 0, t0);
+  EXPECT_EQ(lc->StateOf(5), JobState::kRunning);
+  EXPECT_EQ(Kinds(lc->Submit(7, kOther, 67, Prompt(), t0)), "Reply ToNode");
+  // A job that would join a full queue while opening ends BUSY too.
+  lc->Failed(lc->SessionOf(7), CacheFull("a", lc->SessionOf(7)), t0);
+  EXPECT_EQ(lc->StateOf(7), JobState::kQueued);
+  lc->Submit(8, kOther, 68, Prompt(), t0);  // refused: 7 waits
+  EXPECT_EQ(lc->StateOf(8), std::nullopt);
+}
+
 TEST_F(JobLifecycleTest, ShutdownAnswersEveryJob) {
   Make(true);
   Running(5);
