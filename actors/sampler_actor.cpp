@@ -271,16 +271,15 @@ class SamplerActor : public StageActor {
     Sent(sender_.Reply(s.start.client, std::move(env)));
   }
 
-  void Finish(std::map<uint64_t, SamplerSession>::iterator it) {
-    SamplerSession& s = it->second;
-    const FinishReason reason = s.generation.finished() ? s.generation.finish_reason() : FinishReason::kLength;
+  // The Finish record of session `id`: `reason`, `generated` answer tokens
+  // (the best sequence's, for beams), the head's timings and memory.
+  v1::Envelope FinishEnvelope(uint64_t id, const SamplerSession& s, FinishReason reason, int64_t generated) {
     v1::Envelope env = NewEnvelope(s.start.request_id);
     v1::Finish* f = env.mutable_finish();
-    f->set_session_id(it->first);
+    f->set_session_id(id);
     f->set_job_id(s.start.job_id);
     f->set_reason(FinishReasonToProto(reason));
     f->set_prompt_tokens(static_cast<uint32_t>(s.start.prompt.size()));
-    const int64_t generated = s.generation.generated_tokens() - (reason == FinishReason::kEos ? 1 : 0);
     f->set_generated_tokens(static_cast<uint32_t>(generated));
     f->set_queue_seconds(Seconds(s.start.opened - s.start.submitted));
     f->set_first_token_seconds(Seconds(s.first_token - s.start.opened));
@@ -290,6 +289,14 @@ class SamplerActor : public StageActor {
     f->set_peak_rss_mb(PeakRssMb());
     f->set_replays(s.replays);
     f->set_cached_tokens(static_cast<uint32_t>(s.start.cached));
+    return env;
+  }
+
+  void Finish(std::map<uint64_t, SamplerSession>::iterator it) {
+    SamplerSession& s = it->second;
+    const FinishReason reason = s.generation.finished() ? s.generation.finish_reason() : FinishReason::kLength;
+    const int64_t generated = s.generation.generated_tokens() - (reason == FinishReason::kEos ? 1 : 0);
+    v1::Envelope env = FinishEnvelope(it->first, s, reason, generated);
     Sent(sender_.Reply(s.start.client, std::move(env)));
     send(ctx_->scheduler, SessionDone{it->first, s.generation.tokens()});
     sessions_.erase(it);
@@ -356,20 +363,8 @@ class SamplerActor : public StageActor {
       Sent(sender_.Reply(s.start.client, std::move(env)));
     }
     const bool eos = !sequences.empty() && sequences[0].eos;
-    v1::Envelope env = NewEnvelope(s.start.request_id);
-    v1::Finish* f = env.mutable_finish();
-    f->set_session_id(it->first);
-    f->set_job_id(s.start.job_id);
-    f->set_reason(FinishReasonToProto(eos ? FinishReason::kEos : FinishReason::kLength));
-    f->set_prompt_tokens(static_cast<uint32_t>(s.start.prompt.size()));
-    f->set_generated_tokens(sequences.empty() ? 0 : static_cast<uint32_t>(sequences[0].tokens.size()));
-    f->set_queue_seconds(Seconds(s.start.opened - s.start.submitted));
-    f->set_first_token_seconds(Seconds(s.first_token - s.start.opened));
-    f->set_total_seconds(Seconds(s.last_token - s.start.submitted));
-    f->set_decode_steps(static_cast<uint32_t>(s.sampled - 1));
-    f->set_decode_seconds(Seconds(s.last_token - s.first_token));
-    f->set_peak_rss_mb(PeakRssMb());
-    f->set_replays(s.replays);
+    v1::Envelope env = FinishEnvelope(it->first, s, eos ? FinishReason::kEos : FinishReason::kLength,
+                                      sequences.empty() ? 0 : static_cast<int64_t>(sequences[0].tokens.size()));
     Sent(sender_.Reply(s.start.client, std::move(env)));
     send(ctx_->scheduler, SessionDone{it->first});
     sessions_.erase(it);
