@@ -118,6 +118,7 @@ inline std::vector<v1::Envelope> SampleEnvelopes() {
     FillSampling(m->mutable_sampling());
     m->set_session("chat-42");
     m->set_keep(true);
+    m->set_priority(-1);
     m->set_max_length(1024);
     m->add_prompt_tokens(1);
     m->add_prompt_tokens(9906);
@@ -129,11 +130,19 @@ inline std::vector<v1::Envelope> SampleEnvelopes() {
   }
   next().mutable_job_status_query()->set_job_id(9);
   {
+    v1::JobAttach* m = next().mutable_job_attach();
+    m->set_job_id(9);
+    m->set_stream(true);
+    m->set_from_index(3);
+  }
+  {
     v1::JobStatus* m = next().mutable_job_status();
     m->set_job_id(9);
     m->set_state(v1::JOB_QUEUED);
     m->set_queue_position(4);
     m->set_session_id(42);
+    m->set_tokens(17);
+    m->set_priority(2);
   }
   {
     v1::RegistryAnnounce* m = next().mutable_registry_announce();
