@@ -3,7 +3,7 @@
 // output format of `troupe generate` (app/output.h; the summary's figures come
 // from the head's Finish record, peak_rss_mb is this client's; after the
 // documented keys it adds queue_seconds, total_seconds, replays and
-// head_peak_rss_mb from the Finish record); beam search prints its sequence
+// head_peak_rss_mb from the Finish record, then job_id); beam search prints its sequence
 // lines as `generate` does, from the sampler's Token.beam_sequence. With
 // --session NAME the job runs in a kept session (--keep opens it; without,
 // the job continues it: its prompt, or with --chat its user turn, follows the

@@ -152,7 +152,8 @@ def test_greedy_equals_generate(cluster):
         # The keys only a cluster has follow the documented ones.
         keys = list(summary(got))
         assert keys[:len(summary(want))] == list(summary(want)), keys
-        assert keys[len(summary(want)):] == ["queue_seconds", "total_seconds", "replays", "head_peak_rss_mb"], keys
+        assert keys[len(summary(want)):] == ["queue_seconds", "total_seconds", "replays", "head_peak_rss_mb", "job_id"], keys
+        assert summary(got)["job_id"] > 0
         assert summary(got)["replays"] == 0 and summary(got)["head_peak_rss_mb"] > 0
         assert 0 <= summary(got)["queue_seconds"] <= summary(got)["total_seconds"]
 
