@@ -279,3 +279,21 @@ def test_the_client_key_opens_no_node_link(cluster):
 
     assert handshake(cluster.dir / "keys" / "client") == zmq.EVENT_HANDSHAKE_FAILED_AUTH
     assert handshake(cluster.dir / "keys" / "head") == zmq.EVENT_HANDSHAKE_SUCCEEDED
+
+
+def test_without_keys_the_api_is_open_says_so_and_admin_routes_stay_shut(troupe_bin, model_path):
+    c = Cluster(shards=1, extra=("--http-port", "0"))
+    try:
+        assert "HTTP API: OPEN, no API keys configured" in head_log(c)
+        assert "job endpoint: plain (loopback)" in head_log(c)
+        assert c.info["api_keys"] is False and c.info["job_curve"] is False
+        url = f"http://127.0.0.1:{c.info['http_port']}"
+        assert completion(url, None).status_code == 200
+        assert completion(url, "sk-anything-at-all").status_code == 200
+        assert_error(post(url, "/admin/keys/reload", "sk-anything-at-all"), 403, "admin_key_required",
+                     "has none configured")
+        # The plain job endpoint on loopback takes any client, as before.
+        p = run("submit", "--endpoint", c.endpoint, "--prompt", "Hi", "--max-tokens", "2", timeout=60)
+        assert p.returncode == 0, p.stderr
+    finally:
+        c.stop()
