@@ -250,7 +250,7 @@ std::string Node::DescribeAccess() const {
   if (c.head) {
     out = "job endpoint: ";
     if (!cluster::JobEndpointCurve(c)) {
-      out += "plain (loopback)";
+      out += transport::IsLoopbackEndpoint(c.job_listen) ? "plain (loopback)" : "plain (insecure, not loopback)";
     } else if (c.client_allowlist.empty()) {
       out += "CURVE, no client_allowlist: only this head's own key may submit";
     } else {
