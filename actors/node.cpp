@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
+#include <map>
 #include <thread>
 
 #include "actors/bridge.h"
@@ -26,8 +28,11 @@
 #include "cluster/stop_signals.h"
 #include "http/http_server.h"
 #include "http/job_client_backend.h"
+#include "http/key_store.h"
 #include "pipeline/model/decoder.h"
 #include "pipeline/model/model_options.h"
+#include "pipeline/model/prompt.h"
+#include "scheduling/admission.h"
 #include "transport/keys.h"
 #include "transport/links.h"
 #include "transport/zap_handler.h"
@@ -47,6 +52,7 @@ struct Node::Impl {
   std::unique_ptr<caf::actor_system_config> caf_config;
   std::unique_ptr<caf::actor_system> system;
   std::vector<caf::actor> actors;
+  std::shared_ptr<http::KeyStore> keys;  // head with endpoints.http and keys configured
   std::unique_ptr<http::HttpServer> http;
   bool stopped = false;
 };
@@ -95,8 +101,50 @@ Result<transport::SecurityConfig> NodeSecurity(const cluster::NodeConfig& c) {
   return sec;
 }
 
-Result<std::unique_ptr<http::HttpServer>> StartHttp(const cluster::NodeConfig& c, const std::string& job_endpoint) {
+// The job endpoint's security: plain, or CURVE with the node's keys in the
+// job ZAP domain, whose allowlist is the client allowlist plus the head's
+// own key (its HTTP API is a client of the job endpoint).
+Result<transport::SecurityConfig> JobSecurity(const cluster::NodeConfig& c, const transport::SecurityConfig& node) {
+  if (!cluster::JobEndpointCurve(c)) return transport::PlainSecurity();
+  transport::SecurityConfig job = node;
+  job.zap_domain = transport::kJobZapDomain;
+  job.allowlist = transport::Allowlist();
+  if (!c.client_allowlist.empty()) {
+    TROUPE_ASSIGN_OR_RETURN(job.allowlist, transport::LoadAllowlist(c.client_allowlist));
+  }
+  TROUPE_RETURN_IF_ERROR(job.allowlist.Add(node.keys.public_key));
+  return job;
+}
+
+// Counts a job's prompt tokens as the scheduler's admission would (for a
+// key's max_prompt_tokens); -1 when admission would refuse it anyway.
+std::function<int64_t(const v1::JobSubmit&)> PromptCounter(const std::shared_ptr<NodeContext>& ctx) {
+  return [ctx](const v1::JobSubmit& job) -> int64_t {
+    auto tokenize = [&ctx](const PromptRequest& r) {
+      return PromptTokens(*ctx->tokenizer, ctx->source->tokenizer_spec(), r);
+    };
+    const int64_t any = std::numeric_limits<int64_t>::max();
+    WireResult<scheduling::AdmittedJob> admitted =
+        scheduling::Admit(job, tokenize, {any, any, ctx->config.amateur_model});
+    return admitted.ok() ? static_cast<int64_t>(admitted->prompt.size()) : -1;
+  };
+}
+
+Result<std::shared_ptr<http::KeyStore>> LoadKeys(const cluster::NodeConfig& c) {
+  http::KeySources sources;
+  sources.flag_keys = c.api_keys;
+  sources.key_file = c.api_key_file;
+  sources.admin_key_file = c.admin_key_file;
+  if (!sources.any()) return std::shared_ptr<http::KeyStore>();
+  return http::KeyStore::Load(std::move(sources));
+}
+
+Result<std::unique_ptr<http::HttpServer>> StartHttp(const cluster::NodeConfig& c, const std::string& job_endpoint,
+                                                    const std::shared_ptr<NodeContext>& ctx,
+                                                    std::shared_ptr<http::KeyStore> keys) {
   http::HttpServerOptions options;
+  options.keys = std::move(keys);
+  options.count_prompt_tokens = PromptCounter(ctx);
   TROUPE_RETURN_IF_ERROR(cluster::ParseHostPort(c.http_listen, &options.host, &options.port));
   std::filesystem::path model(c.model);
   if (model.filename().empty()) model = model.parent_path();  // "folder/"
@@ -106,7 +154,7 @@ Result<std::unique_ptr<http::HttpServer>> StartHttp(const cluster::NodeConfig& c
   to_head.endpoint = job_endpoint;
   to_head.first_reply_ms = 10000;
   to_head.idle_ms = static_cast<int>(c.step_timeout_seconds * 1000) + 30000;
-  if (c.curve && !transport::IsLoopbackEndpoint(c.job_listen)) {
+  if (cluster::JobEndpointCurve(c)) {
     // The job endpoint is CURVE here: the head talks to itself with its own key.
     TROUPE_ASSIGN_OR_RETURN(to_head.server_key, transport::ReadPublicKeyFile(c.secret_key_file));
     to_head.client_key_file = c.secret_key_file;
@@ -128,10 +176,15 @@ Result<std::unique_ptr<Node>> Node::Start(const cluster::NodeConfig& config) {
   TROUPE_RETURN_IF_ERROR(LoadModel(config, ctx.get(), &m.decoder));
 
   TROUPE_ASSIGN_OR_RETURN(transport::SecurityConfig security, NodeSecurity(config));
+  transport::SecurityConfig job_security = transport::PlainSecurity();
+  if (config.head) {
+    TROUPE_ASSIGN_OR_RETURN(job_security, JobSecurity(config, security));
+  }
   m.zmq_context = std::make_unique<zmq::context_t>(1);
   if (security.curve) {
-    TROUPE_ASSIGN_OR_RETURN(m.zap,
-                            transport::ZapHandler::Start(*m.zmq_context, security.allowlist, security.zap_domain));
+    std::map<std::string, transport::Allowlist> domains = {{security.zap_domain, security.allowlist}};
+    if (job_security.curve) domains[job_security.zap_domain] = job_security.allowlist;
+    TROUPE_ASSIGN_OR_RETURN(m.zap, transport::ZapHandler::Start(*m.zmq_context, std::move(domains)));
   }
   m.bridge = std::make_unique<Bridge>(ctx);
   transport::PollLoopOptions loop_options;
@@ -149,8 +202,6 @@ Result<std::unique_ptr<Node>> Node::Start(const cluster::NodeConfig& config) {
   ctx->node_endpoint = config.advertise.empty() ? node_listener->endpoint() : config.advertise;
   std::unique_ptr<transport::Listener> job_listener;
   if (config.head) {
-    const transport::SecurityConfig job_security =
-        transport::IsLoopbackEndpoint(config.job_listen) ? transport::PlainSecurity() : security;
     TROUPE_ASSIGN_OR_RETURN(job_listener, m.links->Bind(config.job_listen, job_security));
     ctx->job_endpoint = job_listener->endpoint();
   }
@@ -196,10 +247,43 @@ Result<std::unique_ptr<Node>> Node::Start(const cluster::NodeConfig& config) {
   TROUPE_RETURN_IF_ERROR(m.links->AdoptNodeListener(std::move(node_listener)));
   if (job_listener) TROUPE_RETURN_IF_ERROR(m.links->AdoptJobListener(std::move(job_listener)));
   if (config.head && !config.http_listen.empty()) {
-    TROUPE_ASSIGN_OR_RETURN(m.http, StartHttp(config, ctx->job_endpoint));
+    TROUPE_ASSIGN_OR_RETURN(m.keys, LoadKeys(config));
+    TROUPE_ASSIGN_OR_RETURN(m.http, StartHttp(config, ctx->job_endpoint, ctx, m.keys));
   }
   return node;
 }
+
+std::string Node::DescribeAccess() const {
+  const Impl& m = *impl_;
+  const cluster::NodeConfig& c = m.ctx->config;
+  std::string out;
+  if (c.head) {
+    out = "job endpoint: ";
+    if (!cluster::JobEndpointCurve(c)) {
+      out += transport::IsLoopbackEndpoint(c.job_listen) ? "plain (loopback)" : "plain (insecure, not loopback)";
+    } else if (c.client_allowlist.empty()) {
+      out += "CURVE, no client_allowlist: only this head's own key may submit";
+    } else {
+      out += "CURVE, clients from " + c.client_allowlist;
+    }
+  }
+  if (m.http) {
+    out += "; HTTP API: ";
+    out += m.keys ? "keys required (" + m.keys->Describe() + "), /health open"
+                  : "OPEN, no API keys configured (anyone who reaches port " + std::to_string(m.http->port()) +
+                        " may use it; admin routes shut)";
+  }
+  return out;
+}
+
+Status Node::ReloadKeys() {
+  Impl& m = *impl_;
+  if (!m.keys) return Status::Unsupported("no HTTP API keys are configured on this node");
+  TROUPE_RETURN_IF_ERROR(m.keys->Reload());
+  return Status::Ok();
+}
+
+std::string Node::DescribeKeys() const { return impl_->keys ? impl_->keys->Describe() : "no keys"; }
 
 void Node::Stop() {
   Impl& m = *impl_;
@@ -277,8 +361,18 @@ int RunNode(const cluster::NodeConfig& config) {
             << ((*node)->job_endpoint().empty() ? "" : ", jobs on " + (*node)->job_endpoint())
             << ((*node)->http_port() > 0 ? ", HTTP API on port " + std::to_string((*node)->http_port()) : "")
             << (config.curve ? " (CURVE)" : " (plain)") << std::endl;
+  if (config.head) std::cerr << "troupe node " << config.id << ": " << (*node)->DescribeAccess() << std::endl;
   while (true) {
-    if (stop.Wait(200)) break;
+    const int signal = stop.WaitSignal(200);
+    if (signal == SIGHUP) {  // re-read the key files; a bad file keeps the keys in force
+      Status st = (*node)->ReloadKeys();
+      std::cerr << "troupe node " << config.id << ": SIGHUP: "
+                << (st.ok() ? "keys reloaded: " + (*node)->DescribeKeys()
+                            : "keys not reloaded (the old ones stay in force): " + st.message())
+                << std::endl;
+      continue;
+    }
+    if (signal != 0) break;
     if (parent_gone()) break;
   }
   // A node that cannot stop within 10 s must not linger.

@@ -44,6 +44,14 @@ class Node {
   // The bound port of the HTTP API (head with endpoints.http), else 0.
   int http_port() const;
 
+  // Who may use the head's doors (job endpoint, HTTP API), for the log.
+  std::string DescribeAccess() const;
+  // Re-reads the HTTP API key files (SIGHUP). On failure the keys in force
+  // stay and the Status says why; Unsupported when no keys are configured.
+  // Any thread.
+  Status ReloadKeys();
+  std::string DescribeKeys() const;  // "3 key(s) (1 admin) from ..."
+
   struct Impl;
 
  private:
@@ -57,7 +65,8 @@ Status WriteReadyFile(const cluster::NodeConfig& config, const Node& node);
 
 // `troupe node`: starts the node, writes its ready file, serves until
 // SIGINT/SIGTERM or until its parent (config.parent_pid) goes away, then
-// stops. Returns the process exit code; errors are printed to stderr.
+// stops. SIGHUP re-reads the HTTP API key files (logged either way). Returns the process exit code; errors are printed
+// to stderr.
 int RunNode(const cluster::NodeConfig& config);
 
 }  // namespace troupe::actors

@@ -1,5 +1,6 @@
 // `troupe cluster up --shards N [--replicas R] [--dir DIR] [--base-port P]
-// [--http-port P] [--amateur-model PATH]`: a head node and N×R shard processes on this machine
+// [--http-port P] [--amateur-model PATH] [--api-key KEY]... [--api-key-file F]
+// [--admin-key-file F] [--job-curve]`: a head node and N×R shard processes on this machine
 // (cluster/local_cluster.h). Prints the job endpoint once the ring answers,
 // writes DIR/cluster.json (with the head's HTTP API port), and stays in the foreground until SIGINT/SIGTERM,
 // when it stops every node. Nodes die with it even when it is SIGKILLed.
@@ -62,6 +63,17 @@ void RegisterCluster(CLI::App& app) {
   up->add_flag(
       "--no-prefix-reuse", [o](int64_t) { o->prefix_reuse = false; },
       "Close finished jobs' caches instead of parking them for jobs with the same prompt start");
+  up->add_option("--api-key", o->api_keys, "HTTP API key (repeatable): requests then need 'Authorization: Bearer KEY'");
+  up->add_option("--api-key-file", o->api_key_file,
+                 "HTTP API key file, one key per line: [NAME] KEY [role=admin] [max_concurrent_jobs=N] "
+                 "[max_prompt_tokens=N] [max_tokens=N] [max_request_bytes=N]; re-read on SIGHUP to the head")
+      ->check(CLI::ExistingFile);
+  up->add_option("--admin-key-file", o->admin_key_file,
+                 "HTTP API admin key file (same format; its keys are admin keys, for /admin/ routes)")
+      ->check(CLI::ExistingFile);
+  up->add_flag("--job-curve", o->job_curve,
+               "CURVE on the job endpoint too (clients need DIR/keys/client/node.key, or a key in "
+               "DIR/keys/clients/, and the head's public key)");
   up->add_option("--ready-timeout", o->ready_timeout_seconds, "Seconds to wait for the ring")->capture_default_str();
   up->callback([o, model, budget_mb] {
     cluster::ClusterOptions options = *o;

@@ -43,6 +43,21 @@ struct JobClient::Impl {
     return st;
   }
 
+  // A CURVE handshake the head's ZAP handler refused: our key is not in its
+  // client allowlist, so no answer will ever come. UNAUTHENTICATED.
+  Status CheckRefused() {
+    if (!connection->monitor()) return Status::Ok();
+    for (const transport::LinkEvent& ev : connection->DrainEvents()) {
+      if (ev.kind == transport::LinkEventKind::kHandshakeFailedAuth) {
+        return WireError{v1::UNAUTHENTICATED, "the job endpoint " + options.endpoint +
+                                                  " refused this client's CURVE key (not in the head's client "
+                                                  "allowlist; pass --client-key with an allowed key)"}
+            .ToStatus();
+      }
+    }
+    return Status::Ok();
+  }
+
   // The next envelope answering `request_id`, waiting at most `timeout_ms`;
   // `cancelled` (optional) is asked every 100 ms and ends the wait with kCancelled.
   Result<v1::Envelope> Receive(uint64_t request_id, int timeout_ms, const std::function<bool()>& cancelled = nullptr) {
@@ -52,9 +67,10 @@ struct JobClient::Impl {
           std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) break;
       if (cancelled && cancelled()) return Status::Cancelled("the caller gave up waiting");
-      const int slice =
-          cancelled ? static_cast<int>(std::min<int64_t>(left.count(), 100)) : static_cast<int>(left.count());
+      const bool watch = cancelled || connection->monitor();
+      const int slice = watch ? static_cast<int>(std::min<int64_t>(left.count(), 100)) : static_cast<int>(left.count());
       Result<transport::Frames> frames = connection->Receive(slice);
+      TROUPE_RETURN_IF_ERROR(CheckRefused());
       if (!frames.ok()) {
         if (transport::IsWouldBlock(frames.status())) continue;  // the deadline ends the loop
         return frames.status();
@@ -99,7 +115,7 @@ Result<std::unique_ptr<JobClient>> JobClient::Connect(const JobClientOptions& op
     TROUPE_RETURN_IF_ERROR(security.allowlist.Add(options.server_key));
   }
   transport::LinkOptions link;
-  link.monitor = false;
+  link.monitor = security.curve;  // to tell a refused key from a silent head
   TROUPE_ASSIGN_OR_RETURN(impl->connection,
                           transport::Connection::Connect(impl->context, options.endpoint, RandomClientId(), security,
                                                          options.server_key, link));

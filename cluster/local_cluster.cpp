@@ -67,8 +67,10 @@ std::string Endpoint(int base_port, int offset) {
   return base_port > 0 ? "tcp://127.0.0.1:" + std::to_string(base_port + offset) : "tcp://127.0.0.1:*";
 }
 
-// Keys of one node: reuses DIR/keys/<id>/node.key when present.
-Result<std::string> EnsureKeys(const std::string& dir, const std::string& id) {
+// Keys of one node (or of the local client, allowed in `allow_dir`): reuses
+// DIR/keys/<id>/node.key when present.
+Result<std::string> EnsureKeys(const std::string& dir, const std::string& id,
+                               const std::string& allow_dir = "allowlist") {
   const std::string key_dir = dir + "/keys/" + id;
   std::error_code ec;
   fs::create_directories(dir + "/keys", ec);
@@ -76,10 +78,10 @@ Result<std::string> EnsureKeys(const std::string& dir, const std::string& id) {
     TROUPE_RETURN_IF_ERROR(transport::GenerateKeyFiles(key_dir));
   }
   TROUPE_ASSIGN_OR_RETURN(std::string pub, transport::ReadPublicKeyFile(key_dir + "/" + transport::kPublicKeyFileName));
-  fs::create_directories(dir + "/keys/allowlist", ec);
-  fs::copy_file(key_dir + "/" + transport::kPublicKeyFileName, dir + "/keys/allowlist/" + id + ".pub",
+  fs::create_directories(dir + "/keys/" + allow_dir, ec);
+  fs::copy_file(key_dir + "/" + transport::kPublicKeyFileName, dir + "/keys/" + allow_dir + "/" + id + ".pub",
                 fs::copy_options::overwrite_existing, ec);
-  if (ec) return Status::IoError("cannot write the allowlist in " + dir + "/keys/allowlist: " + ec.message());
+  if (ec) return Status::IoError("cannot write the allowlist in " + dir + "/keys/" + allow_dir + ": " + ec.message());
   return pub;
 }
 
@@ -205,8 +207,12 @@ Status LocalCluster::Launch(const ClusterOptions& o) {
     for (const ClusterNode& n : nodes_) {
       TROUPE_ASSIGN_OR_RETURN(public_keys[n.id], EnsureKeys(dir_, n.id));
     }
-    TROUPE_RETURN_IF_ERROR(EnsureKeys(dir_, "client").status());
+    // The client's key opens the job endpoint, not node links: a DIR from an
+    // older run may still hold it in the node allowlist.
+    fs::remove(dir_ + "/keys/allowlist/client.pub", ec);
+    TROUPE_RETURN_IF_ERROR(EnsureKeys(dir_, "client", "clients").status());
   }
+  if (o.job_curve && o.insecure) return Status::InvalidArgument("--job-curve needs CURVE: drop --insecure");
   auto config_for = [&](const ClusterNode& n, int index) {
     NodeConfig c;
     c.id = n.id;
@@ -231,6 +237,15 @@ Status LocalCluster::Launch(const ClusterOptions& o) {
     if (c.curve) {
       c.secret_key_file = dir_ + "/keys/" + n.id + "/" + transport::kSecretKeyFileName;
       c.allowlist = dir_ + "/keys/allowlist";
+      if (n.head) {
+        c.client_allowlist = dir_ + "/keys/clients";
+        c.job_curve = o.job_curve;
+      }
+    }
+    if (n.head) {
+      c.api_keys = o.api_keys;
+      if (!o.api_key_file.empty()) c.api_key_file = fs::absolute(o.api_key_file, ec).string();
+      if (!o.admin_key_file.empty()) c.admin_key_file = fs::absolute(o.admin_key_file, ec).string();
     }
     if (!n.head) c.head_id = "head";
     for (const ClusterNode& p : nodes_) {
@@ -270,6 +285,10 @@ Status LocalCluster::Launch(const ClusterOptions& o) {
   // replica goes all the way round (the registry takes replicas in turn).
   client::JobClientOptions client_options;
   client_options.endpoint = job_endpoint();
+  if (o.job_curve) {
+    client_options.server_key = public_keys["head"];
+    client_options.client_key_file = dir_ + "/keys/client/" + transport::kSecretKeyFileName;
+  }
   client_options.first_reply_ms = 2000;
   client_options.idle_ms = 30000;
   Status last = Status::Unavailable("the ring did not answer");
@@ -340,6 +359,8 @@ Status LocalCluster::WriteClusterJson(const ClusterOptions& o) const {
       {"http_port", http_port() > 0 ? nlohmann::json(http_port()) : nlohmann::json(nullptr)},
       {"http_served", http_port() > 0},
       {"curve", !o.insecure},
+      {"job_curve", o.job_curve},
+      {"api_keys", !o.api_keys.empty() || !o.api_key_file.empty() || !o.admin_key_file.empty()},
       {"pid", static_cast<int>(::getpid())},
       {"dir", dir_},
       {"model", fs::weakly_canonical(o.model).string()},
@@ -349,6 +370,13 @@ Status LocalCluster::WriteClusterJson(const ClusterOptions& o) const {
       {"replicas", o.replicas},
   };
   if (http_port() > 0) doc["http_url"] = "http://127.0.0.1:" + std::to_string(http_port()) + "/v1";
+  if (!o.insecure) {  // what a CURVE job client needs (with --job-curve)
+    auto head_key = transport::ReadPublicKeyFile(dir_ + "/keys/head/" + transport::kPublicKeyFileName);
+    if (head_key.ok()) doc["server_key"] = *head_key;
+    doc["server_key_file"] = dir_ + "/keys/head/" + transport::kPublicKeyFileName;
+    doc["client_key_file"] = dir_ + "/keys/client/" + transport::kSecretKeyFileName;
+    doc["client_allowlist"] = dir_ + "/keys/clients";
+  }
   return WriteAtomically(dir_ + "/cluster.json", doc.dump(2) + "\n");
 }
 
@@ -365,6 +393,7 @@ int RunClusterUp(const ClusterOptions& options) {
   std::cerr << "troupe: cluster up: head + " << options.shards << " shard(s)"
             << (options.replicas > 1 ? " x " + std::to_string(options.replicas) + " replicas" : "")
             << (options.insecure ? ", plain links" : ", CURVE links") << "; jobs on " << c.job_endpoint()
+            << (options.job_curve ? " (CURVE, client key " + c.dir() + "/keys/client/node.key)" : "")
             << (c.http_port() > 0 ? "; HTTP API on http://127.0.0.1:" + std::to_string(c.http_port()) + "/v1" : "")
             << "; " << c.dir() << "/cluster.json; Ctrl-C stops" << std::endl;
   int code = 0;

@@ -2,7 +2,8 @@
 // nodes as child processes of this one, on this machine.
 //
 // In DIR it writes (and reuses on a later run) CURVE keys — keys/<node>/node.key
-// and .pub for every node and for a local client, keys/allowlist/*.pub — plus
+// and .pub for every node and for a local client, keys/allowlist/*.pub (node
+// keys only) and keys/clients/client.pub (the head's client allowlist) — plus
 // one config per node (<node>.yaml, format in cluster/node_config.h), their
 // ready files (run/) and logs (logs/<node>.log). Layers are split evenly:
 // shard i of N serves [L·i/N, L·(i+1)/N); its replicas serve the same span.
@@ -22,7 +23,12 @@
 //    "http_url": "http://127.0.0.1:H/v1", "curve": true, "pid": <cluster up>, ...}
 //
 // Node links use CURVE unless `insecure`; the job endpoint is plain on
-// loopback. The head serves the OpenAI-compatible HTTP API (http/) on
+// loopback unless `job_curve`, then CURVE with the client allowlist
+// keys/clients/ (cluster.json: "job_curve", "server_key" — the head's public
+// key, Z85 — and "client_key_file", keys/client/node.key; `troupe submit
+// --server-key S --client-key F`). HTTP API keys (api_keys, api_key_file,
+// admin_key_file) go to the head's config; cluster.json says "api_keys": true
+// when requests need one. The head serves the OpenAI-compatible HTTP API (http/) on
 // 127.0.0.1:http_port; H is the port actually bound (http_port 0, the
 // default: one chosen by the OS). A negative http_port serves none:
 // "http_port": null, "http_served": false, no "http_url".
@@ -60,6 +66,10 @@ struct ClusterOptions {
   bool prefix_reuse = true;               // the head's; see node_config.h
   int64_t max_queued_jobs = 1024;         // the head's; see node_config.h
   double job_retention_seconds = 3600;    // the head's; see node_config.h (its journal: DIR/jobs.db)
+  std::vector<std::string> api_keys;      // the head's HTTP API keys (node config api_keys)
+  std::string api_key_file;               // node config api_key_file (absolute path given to the head)
+  std::string admin_key_file;             // node config admin_key_file
+  bool job_curve = false;                 // CURVE on the (loopback) job endpoint too
   double ready_timeout_seconds = 180;
   std::string troupe_binary;  // this executable
 };

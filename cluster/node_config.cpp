@@ -7,6 +7,8 @@
 #include <set>
 #include <sstream>
 
+#include "transport/security.h"
+
 namespace troupe::cluster {
 namespace {
 
@@ -74,7 +76,10 @@ const std::set<std::string> kTopKeys = {"id",
                                         "head",
                                         "peers",
                                         "ready_file",
-                                        "parent_pid"};
+                                        "parent_pid",
+                                        "api_keys",
+                                        "api_key_file",
+                                        "admin_key_file"};
 
 }  // namespace
 
@@ -199,11 +204,27 @@ Result<NodeConfig> ParseNodeConfig(const std::string& text, const std::string& b
     TROUPE_RETURN_IF_ERROR(Read(sec, "secret_key", &c.secret_key_file, what));
     TROUPE_RETURN_IF_ERROR(Read(sec, "allowlist", &c.allowlist, what));
     TROUPE_RETURN_IF_ERROR(Read(sec, "insecure", &c.insecure, what));
+    TROUPE_RETURN_IF_ERROR(Read(sec, "client_allowlist", &c.client_allowlist, what));
+    TROUPE_RETURN_IF_ERROR(Read(sec, "job_curve", &c.job_curve, what));
     c.secret_key_file = Resolve(base_dir, c.secret_key_file);
     c.allowlist = Resolve(base_dir, c.allowlist);
+    c.client_allowlist = Resolve(base_dir, c.client_allowlist);
   }
   if (c.curve && (c.secret_key_file.empty() || c.allowlist.empty())) {
     return Status::InvalidArgument(what + ": security: curve needs secret_key and allowlist");
+  }
+  if (!c.head && (!c.client_allowlist.empty() || c.job_curve)) {
+    return Status::InvalidArgument(what +
+                                   ": security: client_allowlist and job_curve are for a head (its job endpoint)");
+  }
+  if (c.job_curve && !c.curve) return Status::InvalidArgument(what + ": security: job_curve needs curve: true");
+  TROUPE_RETURN_IF_ERROR(Read(root, "api_keys", &c.api_keys, what));
+  TROUPE_RETURN_IF_ERROR(Read(root, "api_key_file", &c.api_key_file, what));
+  TROUPE_RETURN_IF_ERROR(Read(root, "admin_key_file", &c.admin_key_file, what));
+  c.api_key_file = Resolve(base_dir, c.api_key_file);
+  c.admin_key_file = Resolve(base_dir, c.admin_key_file);
+  if (!c.head && (!c.api_keys.empty() || !c.api_key_file.empty() || !c.admin_key_file.empty())) {
+    return Status::InvalidArgument(what + ": api_keys, api_key_file and admin_key_file are for a head (its HTTP API)");
   }
   TROUPE_RETURN_IF_ERROR(Read(root, "head", &c.head_id, what));
   if (const YAML::Node peers = root["peers"]) {
@@ -229,6 +250,10 @@ Result<NodeConfig> ParseNodeConfig(const std::string& text, const std::string& b
   c.ready_file = Resolve(base_dir, c.ready_file);
   TROUPE_RETURN_IF_ERROR(Read(root, "parent_pid", &c.parent_pid, what));
   return c;
+}
+
+bool JobEndpointCurve(const NodeConfig& c) {
+  return c.curve && (c.job_curve || !transport::IsLoopbackEndpoint(c.job_listen));
 }
 
 Result<NodeConfig> LoadNodeConfig(const std::string& path) {
@@ -279,9 +304,18 @@ std::string NodeConfigToYaml(const NodeConfig& c) {
   if (c.curve) {
     out << YAML::Key << "secret_key" << YAML::Value << c.secret_key_file;
     out << YAML::Key << "allowlist" << YAML::Value << c.allowlist;
+    if (!c.client_allowlist.empty()) out << YAML::Key << "client_allowlist" << YAML::Value << c.client_allowlist;
+    if (c.job_curve) out << YAML::Key << "job_curve" << YAML::Value << c.job_curve;
   }
   out << YAML::Key << "insecure" << YAML::Value << c.insecure;
   out << YAML::EndMap;
+  if (!c.api_keys.empty()) {
+    out << YAML::Key << "api_keys" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (const std::string& k : c.api_keys) out << YAML::DoubleQuoted << k;
+    out << YAML::EndSeq;
+  }
+  if (!c.api_key_file.empty()) out << YAML::Key << "api_key_file" << YAML::Value << c.api_key_file;
+  if (!c.admin_key_file.empty()) out << YAML::Key << "admin_key_file" << YAML::Value << c.admin_key_file;
   if (!c.head_id.empty()) out << YAML::Key << "head" << YAML::Value << c.head_id;
   if (!c.peers.empty()) {
     out << YAML::Key << "peers" << YAML::Value << YAML::BeginSeq;

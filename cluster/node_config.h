@@ -33,10 +33,28 @@
 //                                   # Its handlers are clients of `jobs`; when that is
 //                                   # not on loopback (CURVE), the head's own key must
 //                                   # be in its allowlist.
+//   api_keys: [sk-0123456789abcdef]  # head: HTTP API keys (Authorization: Bearer KEY),
+//                                   # user role, no limits
+//   api_key_file: keys/api_keys.txt # head: HTTP API key file, re-read on SIGHUP and
+//                                   # POST /admin/keys/reload. One key per line:
+//                                   #   [NAME] KEY [role=user|admin] [max_concurrent_jobs=N]
+//                                   #   [max_prompt_tokens=N] [max_tokens=N] [max_request_bytes=N]
+//                                   # (http/api_keys.h). No api_keys/api_key_file/
+//                                   # admin_key_file: the API is open (logged at start).
+//   admin_key_file: keys/admin.txt  # head: the same format, every key role=admin unless
+//                                   # its line says otherwise; admin keys may change the
+//                                   # cluster (/admin/ routes)
 //   security:
 //     curve: true                   # CURVE + ZAP allowlist on every node link
 //     secret_key: keys/shard-0/node.key
-//     allowlist: keys/allowlist     # a .pub file or a directory of them
+//     allowlist: keys/allowlist     # node keys: a .pub file or a directory of them
+//     client_allowlist: keys/clients  # head: job clients' keys (a .pub file or directory),
+//                                   # checked on the job endpoint only; node keys are not
+//                                   # accepted there, client keys not on node links.
+//                                   # Absent: only the head itself (its HTTP API) may use
+//                                   # a CURVE job endpoint.
+//     job_curve: false              # head: CURVE on the job endpoint even on loopback
+//                                   # (it always is elsewhere when curve is on)
 //     insecure: false               # allow plain binds on non-loopback addresses
 //   head: head                      # shard: the node it announces itself to
 //   peers:                          # other nodes: ids, keys, optional endpoints
@@ -95,7 +113,12 @@ struct NodeConfig {
   bool curve = false;
   std::string secret_key_file;
   std::string allowlist;
+  std::string client_allowlist;  // head: job clients' keys; empty = only the head's own
+  bool job_curve = false;        // head: CURVE on a loopback job endpoint too
   bool insecure = false;
+  std::vector<std::string> api_keys;  // head: HTTP API keys given inline
+  std::string api_key_file;           // head: HTTP API key file (re-read on SIGHUP)
+  std::string admin_key_file;         // head: HTTP API admin key file
   std::string head_id;
   std::vector<PeerConfig> peers;
   std::string ready_file;
@@ -103,6 +126,10 @@ struct NodeConfig {
 
   const PeerConfig* FindPeer(const std::string& id) const;
 };
+
+// Whether the head's job endpoint uses CURVE: curve on, and the endpoint
+// off loopback or job_curve set.
+bool JobEndpointCurve(const NodeConfig& config);
 
 Result<NodeConfig> LoadNodeConfig(const std::string& path);
 // `base_dir` resolves relative paths; `what` names the source in errors.

@@ -14,10 +14,13 @@ StopSignals StopSignals::Block() {
   return s;
 }
 
-bool StopSignals::Wait(int ms) const {
+bool StopSignals::Wait(int ms) const { return WaitSignal(ms) != 0; }
+
+int StopSignals::WaitSignal(int ms) const {
   const timespec timeout{ms / 1000, static_cast<long>(ms % 1000) * 1000 * 1000};
   siginfo_t info;
-  return sigtimedwait(&set_, &info, &timeout) > 0;
+  const int signal = sigtimedwait(&set_, &info, &timeout);
+  return signal > 0 ? signal : 0;
 }
 
 bool StopSignals::Pending() {

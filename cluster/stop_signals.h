@@ -17,8 +17,11 @@ class StopSignals {
   // thread it starts afterwards).
   static StopSignals Block();
 
-  // True when a stop signal arrived within `ms` milliseconds (and takes it).
+  // True when a signal arrived within `ms` milliseconds (and takes it).
   bool Wait(int ms) const;
+  // The signal that arrived within `ms` milliseconds (taken), else 0 — for a
+  // process that treats SIGHUP as "reload" rather than "stop".
+  int WaitSignal(int ms) const;
   // True when a stop signal is pending, without taking it (a later Wait sees it).
   static bool Pending();
 

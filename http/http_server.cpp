@@ -10,6 +10,7 @@
 #include <random>
 #include <sstream>
 
+#include "http/access.h"
 #include "http/connection_pool.h"
 #include "http/openai_api.h"
 #include "http/peer_watch.h"
@@ -70,6 +71,7 @@ struct Stream {
   std::vector<std::shared_ptr<JobBackend>> backends;  // one per choice
   JobBackend::Event first;                            // choice 0's first event
   bool ended = false;                                 // finished, failed or cancelled: nothing left to cancel
+  std::shared_ptr<KeyUsage::Lease> lease;             // the key's running jobs (null: no key or no limit)
 };
 
 }  // namespace
@@ -132,22 +134,47 @@ void HttpServer::Stop() {
   server_.reset();
 }
 
+std::optional<ApiError> HttpServer::Authorize(const httplib::Request& req, std::optional<ApiKey>* key) const {
+  key->reset();
+  const std::shared_ptr<const KeyRing> ring = options_.keys ? options_.keys->current() : std::make_shared<KeyRing>();
+  const bool configured = options_.keys && options_.keys->configured();
+  const ApiKey* who = nullptr;
+  if (auto e = RequireAccess(*ring, configured, req.get_header_value("Authorization"), AccessFor(req.method, req.path),
+                             &who)) {
+    return e;
+  }
+  if (who) *key = *who;
+  return std::nullopt;
+}
+
 void HttpServer::Routes() {
   httplib::Server& srv = *server_;
 
-  // Before a request's body is read: bound the connections of one client.
+  // Before a request's body is read: bound the connections of one client,
+  // then check its key (and the key's max_request_bytes by Content-Length).
   srv.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    auto refuse = [&](const ApiError& e) {
+      SendError(res, e);
+      res.set_header("Connection", "close");  // its body was not read
+      return httplib::Server::HandlerResponse::Handled;
+    };
     ConnectionPool* pool = pool_.load();
-    if (!pool || pool->Admit(req.remote_addr)) return httplib::Server::HandlerResponse::Unhandled;
-    ApiError e;
-    e.status = 429;
-    e.type = "rate_limit_error";
-    e.code = "too_many_connections";
-    e.message = "too many open connections from " + req.remote_addr + " (at most " +
-                std::to_string(options_.max_connections_per_client) + ")";
-    SendError(res, e);
-    res.set_header("Connection", "close");
-    return httplib::Server::HandlerResponse::Handled;
+    if (pool && !pool->Admit(req.remote_addr)) {
+      ApiError e;
+      e.status = 429;
+      e.type = "rate_limit_error";
+      e.code = "too_many_connections";
+      e.message = "too many open connections from " + req.remote_addr + " (at most " +
+                  std::to_string(options_.max_connections_per_client) + ")";
+      return refuse(e);
+    }
+    std::optional<ApiKey> key;
+    if (auto e = Authorize(req, &key)) return refuse(*e);
+    if (key && req.has_header("Content-Length")) {
+      const uint64_t bytes = req.get_header_value<uint64_t>("Content-Length");
+      if (auto e = CheckRequestBytes(*key, bytes)) return refuse(*e);
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
   });
 
   srv.set_error_handler(
@@ -214,8 +241,30 @@ void HttpServer::Routes() {
   auto completion = [this](ApiKind kind) {
     return [this, kind](const httplib::Request& req, httplib::Response& res) {
       if (draining_) return SendError(res, Unavailable("the server is shutting down"));
+      std::optional<ApiKey> key;
+      if (auto e = Authorize(req, &key)) return SendError(res, *e);  // keys reloaded since pre-routing
       ParsedRequest parsed;
       if (auto e = ParseRequest(kind, req.body, &parsed)) return SendError(res, *e);
+      std::shared_ptr<KeyUsage::Lease> lease;  // the key's running jobs, until the answer is over
+      if (key) {
+        const KeyLimits& limits = key->limits;
+        v1::SamplingParams* sampling = parsed.job.mutable_sampling();
+        // A key's max_tokens is also its default.
+        if (limits.max_tokens > 0 && !parsed.max_tokens_given && sampling->max_tokens() > limits.max_tokens) {
+          sampling->set_max_tokens(static_cast<int32_t>(limits.max_tokens));
+        }
+        RequestFacts facts;
+        facts.body_bytes = req.body.size();
+        facts.max_tokens = sampling->max_tokens();
+        facts.max_tokens_given = parsed.max_tokens_given;
+        facts.jobs = parsed.n;
+        if (limits.max_prompt_tokens > 0 && options_.count_prompt_tokens) {
+          facts.prompt_tokens = options_.count_prompt_tokens(parsed.job);
+        }
+        if (auto e = CheckRequestLimits(*key, facts)) return SendError(res, *e);
+        lease = usage_.TryAcquire(key->name, parsed.n, limits.max_concurrent_jobs);
+        if (!lease) return SendError(res, ConcurrencyRefused(*key, usage_.running(key->name), parsed.n));
+      }
       auto connected = options_.connect();
       if (!connected.ok())
         return SendError(res, Unavailable("cannot reach the job endpoint: " + connected.status().ToString()));
@@ -340,6 +389,7 @@ void HttpServer::Routes() {
       stream->logprobs = parsed.logprobs;
       stream->backends = backends;
       stream->first = std::move(*first);
+      stream->lease = std::move(lease);
       res.status = 200;
       res.set_header("Cache-Control", "no-cache");
       res.set_header("X-Accel-Buffering", "no");
@@ -424,6 +474,30 @@ void HttpServer::Routes() {
   srv.Post("/chat/completions", completion(ApiKind::kChat));
   srv.Get("/models", [this](const httplib::Request&, httplib::Response& res) {
     SendJson(res, 200, ModelList(options_.model_id, Now()));
+  });
+  AdminRoutes();
+}
+
+void HttpServer::AdminRoutes() {
+  // Pre-routing let only admin keys through to /admin/; Authorize again in
+  // case the keys were reloaded meanwhile.
+  server_->Post("/admin/keys/reload", [this](const httplib::Request& req, httplib::Response& res) {
+    std::optional<ApiKey> key;
+    if (auto e = Authorize(req, &key)) return SendError(res, *e);
+    if (!options_.keys) return SendError(res, Unavailable("no keys are configured", "INTERNAL"));
+    const std::string who = key ? key->name : "?";
+    if (Status st = options_.keys->Reload(); !st.ok()) {
+      std::cerr << "troupe http: key reload asked by '" << who << "' failed, the old keys stay: " << st.message()
+                << std::endl;
+      ApiError e;
+      e.status = 400;
+      e.code = "invalid_key_file";
+      e.message = "the keys were not reloaded (the old ones stay in force): " + st.message();
+      return SendError(res, e);
+    }
+    std::shared_ptr<const KeyRing> ring = options_.keys->current();
+    std::cerr << "troupe http: keys reloaded by '" << who << "': " << options_.keys->Describe() << std::endl;
+    SendJson(res, 200, json{{"reloaded", true}, {"keys", ring->size()}, {"admin_keys", ring->admins()}});
   });
 }
 

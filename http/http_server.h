@@ -21,10 +21,18 @@
 // exactly the path `troupe submit` does. One backend per request; a client
 // that disconnects mid-stream has its job cancelled (its KV cache is freed).
 //
+// Keys (http/access.h, http/key_store.h): with `keys` configured every
+// route but GET /health needs `Authorization: Bearer KEY` (401
+// invalid_api_key), /admin/ routes an admin key (403 admin_key_required),
+// and each key's limits hold (429 / 413 / 400 limit_exceeded). The check
+// runs before the body is read. Without keys the API is open, admin routes
+// shut.
+//
 // Errors are OpenAI error objects ({"error": {"message", "type", "param",
-// "code"}}): 400 bad JSON / fields, 404 unknown route, 413 body over
-// max_body_bytes, 503 cluster cannot serve (NO_ROUTE, UNAVAILABLE, draining),
-// 500 otherwise. Bad input never stops the server.
+// "code"}}): 400 bad JSON / fields, 401/403 keys, 404 unknown route, 413 body
+// over max_body_bytes, 429 a key's limit or a full queue, 503 cluster cannot
+// serve (NO_ROUTE, UNAVAILABLE, draining), 500 otherwise. Bad input never
+// stops the server.
 //
 // Connections: each open connection has a worker thread of its own
 // (http/connection_pool.h), so idle or slow clients never hold up the rest;
@@ -42,16 +50,21 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "client/job_client.h"
+#include "http/key_store.h"
+#include "http/key_usage.h"
+#include "http/openai_api.h"
 #include "messages/troupe.pb.h"
 #include "pipeline/status.h"
 
 namespace httplib {
 class Server;
-}
+struct Request;
+}  // namespace httplib
 
 namespace troupe::http {
 
@@ -83,6 +96,10 @@ struct HttpServerOptions {
   size_t max_connections_per_client = 256;  // per remote address
   int read_timeout_ms = 10000;              // silence while reading a request before the connection closes
   BackendFactory connect;
+  std::shared_ptr<KeyStore> keys;  // null: the API is open (admin routes shut)
+  // Prompt tokens of a job (for a key's max_prompt_tokens); -1 when they
+  // cannot be counted (the head then refuses the job itself). Null: not counted.
+  std::function<int64_t(const v1::JobSubmit&)> count_prompt_tokens;
 };
 
 class HttpServer {
@@ -104,12 +121,17 @@ class HttpServer {
  private:
   explicit HttpServer(HttpServerOptions options);
   void Routes();
+  void AdminRoutes();
+  // The key a request authenticates with (RequireAccess, http/access.h):
+  // nullopt and *key set (empty when the API is open), or the error.
+  std::optional<ApiError> Authorize(const httplib::Request& req, std::optional<ApiKey>* key) const;
 
   HttpServerOptions options_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   std::atomic<bool> draining_{false};
   std::atomic<ConnectionPool*> pool_{nullptr};  // set when the listener starts
+  KeyUsage usage_;                              // jobs running per key
   int port_ = 0;
   bool stopped_ = false;
 };

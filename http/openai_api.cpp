@@ -302,6 +302,7 @@ std::optional<ApiError> ParseRequest(ApiKind kind, const std::string& body, Pars
     if (auto e = ReadInt(j, "max_completion_tokens", 1, 1 << 30, &max_tokens)) return e;
   }
   if (max_tokens) params.max_tokens = static_cast<int32_t>(*max_tokens);
+  out->max_tokens_given = max_tokens.has_value();
   std::optional<double> x;
   if (auto e = ReadNumber(j, "temperature", 0, 2, &x)) return e;
   if (x) params.temperature = static_cast<float>(*x);

@@ -58,11 +58,12 @@ struct ParsedRequest {
   v1::JobSubmit job;  // stream is always set: the front end needs the text
   int n = 1;          // choices; choice i > 0 runs `job` with seed + i when a seed is given
   bool stream = false;
-  bool include_usage = false;  // stream_options.include_usage
-  bool logprobs = false;       // answer with logprobs (job.sampling.top_logprobs >= 0)
-  bool echo = false;           // completions: the prompt (and its logprobs) before the answer
-  bool drop_answer = false;    // echo with max_tokens 0: the one token generated is not returned
-  bool beams = false;          // beam search: one choice per returned sequence (Token.beam_sequence)
+  bool include_usage = false;     // stream_options.include_usage
+  bool logprobs = false;          // answer with logprobs (job.sampling.top_logprobs >= 0)
+  bool echo = false;              // completions: the prompt (and its logprobs) before the answer
+  bool drop_answer = false;       // echo with max_tokens 0: the one token generated is not returned
+  bool beams = false;             // beam search: one choice per returned sequence (Token.beam_sequence)
+  bool max_tokens_given = false;  // max_tokens (or max_completion_tokens) was in the body, not a default
 };
 
 // Parses and validates a request body. Rejects bodies nested deeper than 64

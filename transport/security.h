@@ -25,8 +25,11 @@
 
 namespace troupe::transport {
 
-// The ZAP domain Troupe sockets ask their handler about.
+// The ZAP domain Troupe sockets ask their handler about: node links...
 inline constexpr const char* kDefaultZapDomain = "troupe";
+// ...and a head's job endpoint, whose allowlist holds client keys (kept
+// apart, so a client key opens no node link and a node key no job endpoint).
+inline constexpr const char* kJobZapDomain = "troupe-jobs";
 // ZMQ_ZAP_ENFORCE_DOMAIN: a draft constant in 4.3.4's headers, accepted by the library.
 inline constexpr int kZapEnforceDomainOption = 93;
 

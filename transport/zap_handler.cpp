@@ -19,20 +19,30 @@ std::string UniqueStopEndpoint(const void* self) {
 
 }  // namespace
 
-ZapHandler::ZapHandler(zmq::context_t& context, Allowlist allowlist, std::string domain)
+ZapHandler::ZapHandler(zmq::context_t& context, std::map<std::string, Allowlist> domains)
     : context_(context),
-      allowlist_(std::move(allowlist)),
-      domain_(std::move(domain)),
+      domains_(std::move(domains)),
       rep_(context, zmq::socket_type::rep),
       stop_recv_(context, zmq::socket_type::pair),
       stop_send_(context, zmq::socket_type::pair) {}
 
 Result<std::unique_ptr<ZapHandler>> ZapHandler::Start(zmq::context_t& context, Allowlist allowlist,
                                                       std::string domain) {
-  if (allowlist.empty()) {
-    return Status::InvalidArgument("ZAP handler: empty allowlist would refuse every peer");
+  std::map<std::string, Allowlist> domains;
+  domains.emplace(std::move(domain), std::move(allowlist));
+  return Start(context, std::move(domains));
+}
+
+Result<std::unique_ptr<ZapHandler>> ZapHandler::Start(zmq::context_t& context,
+                                                      std::map<std::string, Allowlist> domains) {
+  if (domains.empty()) return Status::InvalidArgument("ZAP handler: no domain");
+  for (const auto& [domain, allowlist] : domains) {
+    if (allowlist.empty()) {
+      return Status::InvalidArgument("ZAP handler: empty allowlist for domain '" + domain +
+                                     "' would refuse every peer");
+    }
   }
-  std::unique_ptr<ZapHandler> h(new ZapHandler(context, std::move(allowlist), std::move(domain)));
+  std::unique_ptr<ZapHandler> h(new ZapHandler(context, std::move(domains)));
   for (zmq::socket_t* s : {&h->rep_, &h->stop_recv_, &h->stop_send_}) {
     TROUPE_RETURN_IF_ERROR(SetIntOption(*s, ZMQ_LINGER, 0, "ZMQ_LINGER"));
   }
@@ -114,16 +124,17 @@ void ZapHandler::Answer(std::vector<zmq::message_t>& request) {
   if (request.size() < 6 || Text(request[0]) != "1.0") {
     text = "malformed ZAP request";
     rejected_malformed_.fetch_add(1);
-  } else if (Text(request[2]) != domain_) {
+  } else if (domains_.count(Text(request[2])) == 0) {
     text = "unknown domain";
     rejected_malformed_.fetch_add(1);
   } else if (Text(request[5]) != "CURVE" || request.size() != 7) {
     text = "CURVE required";
     rejected_malformed_.fetch_add(1);
   } else {
+    const Allowlist& allowlist = domains_.at(Text(request[2]));
     std::string_view key(request[6].data<char>(), request[6].size());
     auto z85 = EncodeZ85Key(key);
-    if (z85.ok() && allowlist_.Contains(*z85)) {
+    if (z85.ok() && allowlist.Contains(*z85)) {
       status = "200";
       text = "OK";
       user_id = *z85;

@@ -2,9 +2,12 @@
 // listeners (ZAP 1.0, ZeroMQ RFC 27).
 //
 // libzmq asks the handler bound at inproc://zeromq.zap.01 in the socket's own
-// context about every incoming CURVE handshake. This handler answers
-//   200 for the CURVE mechanism, the configured domain and an allowlisted
-//       client public key (user id = the key in Z85), and
+// context about every incoming CURVE handshake. The handler holds one
+// allowlist per ZAP domain (a listener names its domain: node links
+// "troupe", a head's job endpoint "troupe-jobs", security.h), so a key
+// allowed on one listener is refused on another. It answers
+//   200 for the CURVE mechanism, a configured domain and a client public key
+//       in that domain's allowlist (user id = the key in Z85), and
 //   400 for everything else (unknown key, other mechanism, other domain),
 // and counts both. Together with ZMQ_ZAP_ENFORCE_DOMAIN on every socket
 // (security.h) this fails closed: with no handler running, CURVE handshakes
@@ -18,11 +21,12 @@
 // counters() and Stop() may be called from any thread.
 //
 // Failures: Start() fails (InvalidArgument) when another handler is already
-// bound in the context, or when the allowlist is empty.
+// bound in the context, or when there is no domain or an empty allowlist.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -49,6 +53,8 @@ class ZapHandler {
  public:
   static Result<std::unique_ptr<ZapHandler>> Start(zmq::context_t& context, Allowlist allowlist,
                                                    std::string domain = "troupe");
+  // One allowlist per ZAP domain.
+  static Result<std::unique_ptr<ZapHandler>> Start(zmq::context_t& context, std::map<std::string, Allowlist> domains);
   ~ZapHandler();  // Stop()
   ZapHandler(const ZapHandler&) = delete;
   ZapHandler& operator=(const ZapHandler&) = delete;
@@ -60,14 +66,13 @@ class ZapHandler {
   ZapCounters counters() const;
 
  private:
-  ZapHandler(zmq::context_t& context, Allowlist allowlist, std::string domain);
+  ZapHandler(zmq::context_t& context, std::map<std::string, Allowlist> domains);
   void Run();
   // Answers one request (the frames after REP removed the envelope).
   void Answer(std::vector<zmq::message_t>& request);
 
   zmq::context_t& context_;
-  const Allowlist allowlist_;
-  const std::string domain_;
+  const std::map<std::string, Allowlist> domains_;
   std::string stop_endpoint_;
   zmq::socket_t rep_;        // owned by the handler thread once it runs
   zmq::socket_t stop_recv_;  // handler thread

@@ -123,5 +123,53 @@ TEST(NodeConfigTest, AmateurModelOnAHead) {
   EXPECT_EQ(NodeConfigToYaml(*none).find("amateur_model"), std::string::npos);
 }
 
+TEST(NodeConfigTest, KeysOfAHeadsDoors) {
+  const std::string yaml = R"(
+id: head
+roles: [head]
+model: m.gguf
+api_keys: ["sk-one-0123456789", "sk-two-0123456789"]
+api_key_file: keys/api.txt
+admin_key_file: keys/admin.txt
+endpoints:
+  jobs: tcp://127.0.0.1:0
+  http: 127.0.0.1:0
+security:
+  curve: true
+  secret_key: keys/head/node.key
+  allowlist: keys/allowlist
+  client_allowlist: keys/clients
+  job_curve: true
+)";
+  auto c = ParseNodeConfig(yaml, "/base", "test");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->api_keys, (std::vector<std::string>{"sk-one-0123456789", "sk-two-0123456789"}));
+  EXPECT_EQ(c->api_key_file, "/base/keys/api.txt");
+  EXPECT_EQ(c->admin_key_file, "/base/keys/admin.txt");
+  EXPECT_EQ(c->client_allowlist, "/base/keys/clients");
+  EXPECT_TRUE(c->job_curve);
+  EXPECT_TRUE(JobEndpointCurve(*c));  // on loopback, by job_curve
+  auto again = ParseNodeConfig(NodeConfigToYaml(*c), "/elsewhere", "round trip");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->api_keys, c->api_keys);
+  EXPECT_EQ(again->api_key_file, c->api_key_file);
+  EXPECT_EQ(again->admin_key_file, c->admin_key_file);
+  EXPECT_EQ(again->client_allowlist, c->client_allowlist);
+  EXPECT_TRUE(again->job_curve);
+
+  NodeConfig plain_jobs = *c;
+  plain_jobs.job_curve = false;
+  EXPECT_FALSE(JobEndpointCurve(plain_jobs));  // loopback stays plain
+  plain_jobs.job_listen = "tcp://10.0.0.5:5600";
+  EXPECT_TRUE(JobEndpointCurve(plain_jobs));  // elsewhere CURVE
+
+  auto shard = ParseNodeConfig("id: s\nroles: [shard]\nlayers: [0, 1]\nmodel: m\napi_key_file: k.txt\n", "", "x.yaml");
+  ASSERT_FALSE(shard.ok());
+  EXPECT_NE(shard.status().message().find("are for a head"), std::string::npos) << shard.status().ToString();
+  auto no_curve = ParseNodeConfig("id: h\nroles: [head]\nmodel: m\nsecurity: {job_curve: true}\n", "", "x.yaml");
+  ASSERT_FALSE(no_curve.ok());
+  EXPECT_NE(no_curve.status().message().find("job_curve needs curve"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace troupe::cluster

@@ -509,8 +509,9 @@ def test_hand_written_node_configs_with_a_curve_job_endpoint(troupe_bin, model_p
         p = run("keys", "generate", "--out", tmp_path / "keys" / node)
         assert p.returncode == 0, p.stderr
         keys[node] = (tmp_path / "keys" / node / "node.pub").read_text().split("=", 1)[1].strip()
-        (tmp_path / "allow").mkdir(exist_ok=True)
-        (tmp_path / "allow" / f"{node}.pub").write_text((tmp_path / "keys" / node / "node.pub").read_text())
+        allow = tmp_path / ("clients" if node == "client" else "allow")  # client keys open no node link
+        allow.mkdir(exist_ok=True)
+        (allow / f"{node}.pub").write_text((tmp_path / "keys" / node / "node.pub").read_text())
     procs = []
 
     def start(name, text):
@@ -539,6 +540,7 @@ endpoints:
   listen: tcp://127.0.0.1:0
   jobs: tcp://{ip}:0
 {common}  secret_key: keys/head/node.key
+  client_allowlist: clients
 peers:
   - {{id: shard-a, public_key: "{keys['shard-a']}"}}
 ready_file: head.ready.json

@@ -141,6 +141,27 @@ TEST(ZapHandler, AnswersZap10) {
   EXPECT_EQ(c.rejected, 5u);
 }
 
+TEST(ZapHandler, EachDomainHasItsOwnAllowlist) {
+  zmq::context_t ctx;
+  CurveKeyPair node = NewKeys(), client = NewKeys();
+  Allowlist nodes, clients;
+  ASSERT_TRUE(nodes.Add(node.public_key).ok());
+  ASSERT_TRUE(clients.Add(client.public_key).ok());
+  auto zap = ZapHandler::Start(ctx, {{kDefaultZapDomain, nodes}, {kJobZapDomain, clients}});
+  ASSERT_TRUE(zap.ok()) << zap.status().ToString();
+  const std::string node_bin = DecodeZ85Key(node.public_key).value();
+  const std::string client_bin = DecodeZ85Key(client.public_key).value();
+  EXPECT_EQ(AskZap(ctx, {"1.0", "1", kDefaultZapDomain, "", "", "CURVE", node_bin})[2], "200");
+  EXPECT_EQ(AskZap(ctx, {"1.0", "2", kDefaultZapDomain, "", "", "CURVE", client_bin})[2], "400");
+  EXPECT_EQ(AskZap(ctx, {"1.0", "3", kJobZapDomain, "", "", "CURVE", client_bin})[2], "200");
+  EXPECT_EQ(AskZap(ctx, {"1.0", "4", kJobZapDomain, "", "", "CURVE", node_bin})[2], "400");
+  EXPECT_EQ((*zap)->counters().rejected_unknown_key, 2u);
+  (*zap)->Stop();
+  auto empty = ZapHandler::Start(ctx, {{kDefaultZapDomain, nodes}, {kJobZapDomain, Allowlist()}});
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.status().message().find("troupe-jobs"), std::string::npos);
+}
+
 TEST(ZapHandler, OnePerContextAndNeverEmpty) {
   zmq::context_t ctx;
   Allowlist list;
