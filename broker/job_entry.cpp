@@ -43,9 +43,15 @@ JobEntry ParseJobEntry(const std::string& stream, const StreamEntry& entry) {
   options.ignore_unknown_fields = false;
   v1::JobSubmit job;
   const auto st = google::protobuf::util::JsonStringToMessage(*json, &job, options);
-  if (!st.ok()) return bad("'job' is not a JobSubmit in JSON: " + std::string(st.message()));
+  if (!st.ok()) {
+    std::string why(st.message());  // protobuf's parser points at the spot over several lines
+    for (char& c : why) c = (c == '\n') ? ' ' : c;
+    return bad("'job' is not a JobSubmit in JSON: " + why);
+  }
   if (job.job_id() != 0) out.job_id = job.job_id();
   job.set_job_id(out.job_id);
+  // Unset, the head would derive the seed from its session, new on every run.
+  if (!job.sampling().has_seed()) job.mutable_sampling()->set_seed(out.job_id);
   job.set_stream(true);
   out.job = std::move(job);
   return out;

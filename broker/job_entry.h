@@ -11,7 +11,10 @@
 //          (one stream per job, which its submitter reads and deletes).
 //
 // Any other field is refused, naming it (a typo must not run a different
-// job). `stream` is always set: the bridge publishes every token.
+// job). `stream` is always set: the bridge publishes every token. A job
+// without sampling.seed gets its job id as seed, so that running it again
+// (after a bridge restart, on a head that no longer knows the job) samples
+// the same tokens — the head would otherwise derive a seed from its session.
 //
 // The job id. The head treats a repeated job id as the same job (its stream
 // from the first token, never a second run; messages/troupe.proto,
@@ -39,7 +42,7 @@ struct JobEntry {
   std::string reply;    // always set: the entry's `reply`, else DefaultReplyStream(entry_id)
   uint64_t job_id = 0;  // always set (named or derived)
   Status problem;       // ok, or kInvalidArgument naming what is malformed
-  v1::JobSubmit job;    // when problem.ok(): job_id set, stream true
+  v1::JobSubmit job;    // when problem.ok(): job_id set, stream true, a seed
 };
 
 // "troupe:reply:<entry id>".

@@ -13,6 +13,7 @@ std::string Json(const google::protobuf::Message& m) {
   std::string json;
   google::protobuf::util::JsonPrintOptions options;
   options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;  // index 0, eos false: every key, every time
   (void)google::protobuf::util::MessageToJsonString(m, &json, options);
   return json;
 }

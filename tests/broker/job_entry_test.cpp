@@ -23,6 +23,15 @@ TEST(JobEntry, JsonOfJobSubmitWithDefaults) {
   EXPECT_TRUE(j.job.stream());
   EXPECT_EQ(j.job_id, DeriveJobId("troupe:jobs", "17-0"));
   EXPECT_EQ(j.job.job_id(), j.job_id);
+  EXPECT_EQ(j.job.sampling().seed(), 7u);  // the entry's seed stays
+}
+
+TEST(JobEntry, AJobWithoutASeedGetsItsJobId) {
+  JobEntry j =
+      ParseJobEntry("troupe:jobs", Entry("18-0", {{"job", R"({"prompt": "Hi", "sampling": {"temperature": 0.8}})"}}));
+  ASSERT_TRUE(j.problem.ok()) << j.problem.ToString();
+  EXPECT_TRUE(j.job.sampling().has_seed());
+  EXPECT_EQ(j.job.sampling().seed(), j.job_id);
 }
 
 TEST(JobEntry, CamelCaseNamesAndAReplyStream) {
