@@ -85,10 +85,15 @@ Status BrokerBridge::Run(const std::atomic<bool>& stop, const std::function<void
   const RedisUrl& url = options_.redis;
   TROUPE_ASSIGN_OR_RETURN(std::unique_ptr<RedisConnection> redis,
                           RedisConnection::Connect(url, options_.redis_timeout_ms));
-  Result<RedisReply> created = redis->Command({"XGROUP", "CREATE", url.stream, url.group, "0", "MKSTREAM"});
-  if (!created.ok() && created.status().message().find("BUSYGROUP") == std::string::npos) {
-    return created.status();  // e.g. WRONGTYPE: the key holds something else than a stream
-  }
+  // The group, at the stream's start; also after a Redis restart that lost it.
+  auto create_group = [&]() -> Status {
+    Result<RedisReply> created = redis->Command({"XGROUP", "CREATE", url.stream, url.group, "0", "MKSTREAM"});
+    if (!created.ok() && created.status().message().find("BUSYGROUP") == std::string::npos) {
+      return created.status();  // e.g. WRONGTYPE: the key holds something else than a stream
+    }
+    return Status::Ok();
+  };
+  TROUPE_RETURN_IF_ERROR(create_group());
   if (on_ready) on_ready();
 
   const size_t concurrency = static_cast<size_t>(std::max(1, options_.concurrency));
@@ -185,6 +190,9 @@ Status BrokerBridge::Run(const std::atomic<bool>& stop, const std::function<void
       continue;
     }
     BridgeLog(st.ToString() + "; retrying");
+    if (st.message().find("NOGROUP") != std::string::npos) {
+      BridgeLog("creating group " + url.group + " again: " + create_group().ToString());
+    }
     const int delay = std::min(200 << std::min(failures++, 5), 5000);
     for (int waited = 0; waited < delay && !(stop.load() && !closed); waited += 100) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));

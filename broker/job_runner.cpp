@@ -74,7 +74,7 @@ Status JobRunner::RunOnce(const JobEntry& job, ReplyProgress* progress, bool* re
 void JobRunner::Handle(const StreamEntry& entry) {
   const std::string& stream = options_.redis.stream;
   auto left_pending = [&entry](const Status& why) {
-    BridgeLog("entry " + entry.id + " left pending (taken over after the claim idle time): " + why.ToString());
+    BridgeLog("entry " + entry.id + " left pending (the next delivery runs it): " + why.ToString());
   };
   if (entry.deleted) {  // XDEL'd while pending: nothing to run, nowhere to answer
     BridgeLog("entry " + entry.id + " was deleted from " + stream + "; acknowledged without an answer");
