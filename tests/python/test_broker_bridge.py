@@ -165,12 +165,16 @@ def pending_ids(r, stream):
     return {p["message_id"] for p in r.xpending_range(stream, "troupe", "-", "+", 1000)}
 
 
+def key(entry_id):
+    """A stream entry id as a sortable (ms, seq)."""
+    return tuple(int(x) for x in entry_id.split("-"))
+
+
 def check_acked_only_after_final(r, stream, entry_ids):
     """Every entry the group delivered and no longer holds pending has its final record already."""
     groups = {g["name"]: g for g in r.xinfo_groups(stream)}
     last = groups["troupe"]["last-delivered-id"]
     pending = pending_ids(r, stream)
-    key = lambda i: tuple(int(x) for x in i.split("-"))
     for entry in entry_ids:
         if key(entry) <= key(last) and entry not in pending:
             assert final_of(reply_of(r, entry)), f"entry {entry} was acked before its final record"
@@ -211,6 +215,9 @@ def test_jobs_get_their_whole_answers(cluster, server, r):
         assert finish["generated_tokens"] == summary["generated_tokens"] == int(replies[-1]["generated_tokens"])
         assert json.loads(tokens[0]["token"])["index"] == 0
     assert r.xpending(stream, "troupe")["pending"] == 0
+    # Jobs ran side by side (--concurrency 4): some answers overlap in time.
+    spans = [(key(r.xrange(f"troupe:reply:{i}")[0][0]), key(r.xrange(f"troupe:reply:{i}")[-1][0])) for i in ids]
+    assert any(a[0] < b[1] and b[0] < a[1] for a in spans for b in spans if a != b), spans
 
 
 def test_malformed_entries_get_an_error_and_are_acked(cluster, server, r):
@@ -268,6 +275,40 @@ def test_bridge_killed_mid_job_finishes_it_exactly_once(cluster, server, r):
         replies = reply_of(r, entry)
         tokens = [f for f in replies if f["type"] == "token"]
         assert len(tokens) > published[entry] - 1, "nothing published after the restart"
+        assert [int(f["index"]) for f in tokens] == list(range(len(tokens))), "a token index lost or repeated"
+        assert len(final_of(replies)) == 1 and replies[-1]["type"] == "finish", replies[-1]
+        want, _ = submit_tokens(cluster, prompt, n, **sampling)
+        assert [(int(f["token_id"]), f["text"]) for f in tokens] == want, prompt
+
+
+def test_a_dead_bridges_jobs_are_taken_over_once(cluster, server, r):
+    """Bridge a dies mid-job; b and c (claim idle 2 s) take its jobs over —
+    each job once: a running bridge's heartbeat keeps the other off it."""
+    stream = "t4:jobs"
+    jobs = [("Explain what a CPU does, step by step.", 150, {}),
+            ("Tell me a long story about a dragon.", 130, {"temperature": 0.9, "seed": 4})]
+    ids = [add_job(r, stream, prompt, n, **sampling) for prompt, n, sampling in jobs]
+    a = Bridge(server.port, cluster.endpoint, stream, "a", "--concurrency", "2")
+    try:
+        wait_until(lambda: all(r.xlen(f"troupe:reply:{i}") >= 3 for i in ids), 120, "the first tokens",
+                   on_each=lambda: a.proc.poll() is None or pytest.fail(f"bridge a died: {a.stderr()}"))
+    except AssertionError:
+        raise AssertionError(f"bridge a: {a.stderr()} replies: {[r.xlen(f'troupe:reply:{i}') for i in ids]}")
+    finally:
+        a.kill()
+    assert not any(final_of(reply_of(r, i)) for i in ids), "the jobs ended before the kill: make them longer"
+    others = [Bridge(server.port, cluster.endpoint, stream, name, "--claim-idle", "2") for name in ("b", "c")]
+    try:
+        wait_until(lambda: all(final_of(reply_of(r, i)) for i in ids), 300, "the final records after the takeover")
+        wait_until(lambda: not pending_ids(r, stream), 30, "the acks")
+    finally:
+        for b in others:
+            assert b.stop() == 0, b.stderr()
+    logs = "".join(b.stderr() for b in others)
+    assert logs.count("took over pending entry") == len(ids), logs
+    for entry, (prompt, n, sampling) in zip(ids, jobs):
+        replies = reply_of(r, entry)
+        tokens = [f for f in replies if f["type"] == "token"]
         assert [int(f["index"]) for f in tokens] == list(range(len(tokens))), "a token index lost or repeated"
         assert len(final_of(replies)) == 1 and replies[-1]["type"] == "finish", replies[-1]
         want, _ = submit_tokens(cluster, prompt, n, **sampling)
