@@ -81,9 +81,24 @@ void JobRunner::Handle(const StreamEntry& entry) {
     if (Status st = Ack(entry.id); !st.ok()) left_pending(st);
     return;
   }
-  const JobEntry job = ParseJobEntry(stream, entry);
+  JobEntry job = ParseJobEntry(stream, entry);
   Result<ReplyProgress> loaded = LoadProgress(job.reply, job.entry_id);
-  if (!loaded.ok()) return left_pending(loaded.status());
+  // A reply key Redis refuses (not a stream: WRONGTYPE), or one holding
+  // entries the bridge did not write, can never take the answer: say so in
+  // the default reply stream rather than retry forever. Only a Redis that
+  // cannot be reached leaves the entry pending.
+  if (!loaded.ok() && loaded.status().code() != StatusCode::kUnavailable && job.reply != DefaultReplyStream(entry.id)) {
+    job.problem = Status::InvalidArgument("job entry " + entry.id + ": reply stream '" + job.reply +
+                                          "' cannot be used: " + loaded.status().message());
+    job.reply = DefaultReplyStream(entry.id);
+    loaded = LoadProgress(job.reply, job.entry_id);
+  }
+  if (!loaded.ok() && loaded.status().code() == StatusCode::kUnavailable) return left_pending(loaded.status());
+  if (!loaded.ok()) {
+    BridgeLog("entry " + entry.id + ": nowhere to answer (" + loaded.status().ToString() + "); acknowledged");
+    if (Status st = Ack(entry.id); !st.ok()) left_pending(st);
+    return;
+  }
   ReplyProgress progress = *loaded;
   if (!progress.done() && !job.problem.ok()) {
     BridgeLog(job.problem.message());

@@ -6,7 +6,8 @@
 // else submit the job (its job id is the same on every delivery) and publish
 // the tokens and the final record the progress does not hold yet, then XACK.
 // A final record already in the reply stream means only the ack was lost:
-// it acks and publishes nothing.
+// it acks and publishes nothing. A reply key Redis refuses (not a stream)
+// gets the BAD_REQUEST in the default reply stream instead.
 //
 // Owns one Redis connection and one JobClient (created lazily, dropped after
 // a failure so the next job starts on a fresh connection).

@@ -229,6 +229,8 @@ def test_malformed_entries_get_an_error_and_are_acked(cluster, server, r):
         r.xadd(stream, {"job": json.dumps({"prompt": "x", "sampling": {"max_tokens": 4, "top_p": 5}})}),
         r.xadd(stream, {"job": "{}", "reply": ""}),
     ]
+    r.set("t2:not-a-stream", "x")
+    bad.append(r.xadd(stream, {"job": "{}", "reply": "t2:not-a-stream"}))
     good = add_job(r, stream, "The quick brown fox", 8)
     custom = r.xadd(stream, {"job": json.dumps({"prompt": "Hi", "sampling": {"max_tokens": 2}}),
                              "reply": "t2:answers"})
@@ -240,7 +242,8 @@ def test_malformed_entries_get_an_error_and_are_acked(cluster, server, r):
         assert bridge.proc.poll() is None, "the bridge died on a malformed entry"
     finally:
         assert bridge.stop() == 0, bridge.stderr()
-    whys = ["not a JobSubmit in JSON", "promt", "unknown field 'prompt'", "top_p", "'reply' is empty"]
+    whys = ["not a JobSubmit in JSON", "promt", "unknown field 'prompt'", "top_p", "'reply' is empty",
+            "reply stream 't2:not-a-stream' cannot be used: redis XREVRANGE: WRONGTYPE"]
     for entry, why in zip(bad, whys):
         replies = reply_of(r, entry)
         assert len(replies) == 1, replies
