@@ -25,6 +25,23 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The heartbeat, atomic in Redis: reset the idle time of the entries among
+// ARGV[3..] that are still pending for consumer ARGV[2] of group ARGV[1] —
+// never taking back one another bridge has claimed meanwhile.
+constexpr const char* kHeartbeatScript = R"lua(
+local mine = {}
+for i = 3, #ARGV do
+  local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)
+  if p[1] and p[1][2] == ARGV[2] then mine[#mine + 1] = ARGV[i] end
+end
+local n = #mine
+if n > 0 then
+  mine[n + 1] = 'JUSTID'  -- JUSTID: the delivery count stays as it is
+  redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, unpack(mine))
+end
+return n
+)lua";
+
 // The entries handed to workers: queued, then running, until a worker is done
 // with them. `held` (queued + running) is what the reader heartbeats and
 // never dispatches twice.
@@ -132,9 +149,8 @@ Status BrokerBridge::Run(const std::atomic<bool>& stop, const std::function<void
       last_maintenance = Clock::now();
       std::vector<std::string> ids = work.Held();
       if (!ids.empty()) {  // heartbeat: keep our running entries from being claimed
-        std::vector<std::string> argv{"XCLAIM", url.stream, group, consumer, "0"};
+        std::vector<std::string> argv{"EVAL", kHeartbeatScript, "1", url.stream, group, consumer};
         argv.insert(argv.end(), ids.begin(), ids.end());
-        argv.emplace_back("JUSTID");
         TROUPE_RETURN_IF_ERROR(redis->Command(argv).status());
       }
       if (free > 0 && !stop.load()) {

@@ -18,7 +18,9 @@
 //   XREADGROUP ... >   (new, BLOCK 500 ms)  ──►  queue ──► parse entry
 //   every claim_idle/4:                          read the reply stream's progress
 //     XCLAIM own in-flight ids JUSTID            submit (same job id every time)
-//       (resets their idle time: a heartbeat)    XADD token... XADD finish|error
+//       (resets their idle time: a heartbeat;    XADD token... XADD finish|error
+//        a Lua script, so that an entry another
+//        bridge took meanwhile is not taken back)
 //     XAUTOCLAIM entries idle > claim_idle       XACK
 //       (a dead bridge's, or one a worker
 //        abandoned when Redis failed)
