@@ -9,7 +9,10 @@ Checked: every job's reply stream holds its answer token for token equal to
 acknowledged only once its final record is published; malformed entries get
 a BAD_REQUEST error record and are acknowledged; a bridge SIGKILLed mid-job and
 started again finishes the job with every token index and the final record
-exactly once.
+exactly once (on today's head by running the job again under the same job id
+and seed; with the head's durable queue, by re-attaching to the job it kept
+running — that test skips itself until `troupe submit --attach` exists); a
+dead bridge's jobs are taken over by live ones, each once.
 """
 import json
 import shutil
@@ -316,3 +319,48 @@ def test_a_dead_bridges_jobs_are_taken_over_once(cluster, server, r):
         assert len(final_of(replies)) == 1 and replies[-1]["type"] == "finish", replies[-1]
         want, _ = submit_tokens(cluster, prompt, n, **sampling)
         assert [(int(f["token_id"]), f["text"]) for f in tokens] == want, prompt
+
+
+def head_keeps_jobs():
+    """True once the head has the durable queue: idempotent job ids and `troupe submit --attach`."""
+    if not TROUPE_BIN.exists():
+        return False
+    p = subprocess.run([str(TROUPE_BIN), "submit", "--help"], capture_output=True, text=True)
+    return "--attach" in p.stdout
+
+
+@pytest.mark.skipif(not head_keeps_jobs(),
+                    reason="needs the head's durable queue (idempotent job ids, JobAttach, `troupe submit --attach`)")
+def test_killed_bridges_job_goes_on_on_the_head_and_is_reattached(cluster, server, r):
+    """With the durable queue the head keeps running a job whose bridge died;
+    the restarted bridge's resubmission (same job id) is answered with that
+    job's stream, never a second run, and the reply stream stays exactly once."""
+    stream = "t5:jobs"
+    prompt, n = "Explain what a CPU does, step by step.", 140
+    entry = add_job(r, stream, prompt, n)
+    bridge = Bridge(server.port, cluster.endpoint, stream, "b5")
+    try:
+        wait_until(lambda: r.xlen(f"troupe:reply:{entry}") >= 3, 120, "the first tokens")
+    finally:
+        bridge.kill()
+    job_id = reply_of(r, entry)[0]["job_id"]
+    # The job is the head's now: attach to it from the start, as a client would.
+    p = subprocess.run([str(TROUPE_BIN), "submit", "--endpoint", cluster.endpoint, "--attach", job_id, "--json"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    attached = [json.loads(l) for l in p.stdout.splitlines() if l.strip()]
+    want, _ = submit_tokens(cluster, prompt, n)
+    assert [(l["token"], l["text"]) for l in attached if "token" in l] == want
+
+    bridge = Bridge(server.port, cluster.endpoint, stream, "b5")
+    try:
+        wait_until(lambda: final_of(reply_of(r, entry)), 120, "the final record after the restart")
+        wait_until(lambda: not pending_ids(r, stream), 30, "the ack")
+    finally:
+        assert bridge.stop() == 0, bridge.stderr()
+    replies = reply_of(r, entry)
+    tokens = [f for f in replies if f["type"] == "token"]
+    assert [int(f["index"]) for f in tokens] == list(range(len(tokens)))
+    assert [(int(f["token_id"]), f["text"]) for f in tokens] == want
+    assert len(final_of(replies)) == 1 and replies[-1]["type"] == "finish"
+    assert json.loads(replies[-1]["finish"])["job_id"] == job_id
