@@ -33,10 +33,11 @@
 // entries pending; the restarted bridge (same consumer name) or, after
 // claim_idle, any other bridge of the group runs them again with the same
 // job id, and publishes only the reply entries not there yet (the skip rule
-// of broker/reply_stream.h): no entry lost, none published twice. This
-// relies on the head answering a repeated job id with the same stream (the
-// durable queue), or on the job's tokens being a pure function of its
-// seed (greedy, or a seed given) when the head runs it afresh.
+// of broker/reply_stream.h): no entry lost, none published twice. The head
+// keeps a job whose client left and answers a repeated job id with that
+// job's stream from token 0 (its durable queue), so a job is run once; a
+// head that no longer knows the job runs it afresh, and since the job
+// always carries a seed (broker/job_entry.h) it yields the same tokens.
 // A malformed entry gets an `error` record (BAD_REQUEST) and is acked.
 // Failures the job may outlive (the head's BUSY, the head not answering) are
 // retried with backoff, never acked; every other failure is the job's final

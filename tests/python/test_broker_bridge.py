@@ -9,10 +9,10 @@ Checked: every job's reply stream holds its answer token for token equal to
 acknowledged only once its final record is published; malformed entries get
 a BAD_REQUEST error record and are acknowledged; a bridge SIGKILLed mid-job and
 started again finishes the job with every token index and the final record
-exactly once (on today's head by running the job again under the same job id
-and seed; with the head's durable queue, by re-attaching to the job it kept
-running — that test skips itself until `troupe submit --attach` exists); a
-dead bridge's jobs are taken over by live ones, each once.
+exactly once (the head's durable queue kept the job running meanwhile: the
+restarted bridge's submit under the same job id follows it from token 0, and
+`troupe submit --attach` sees the same answer); a dead bridge's jobs are
+taken over by live ones, each once.
 """
 import json
 import shutil
@@ -321,16 +321,6 @@ def test_a_dead_bridges_jobs_are_taken_over_once(cluster, server, r):
         assert [(int(f["token_id"]), f["text"]) for f in tokens] == want, prompt
 
 
-def head_keeps_jobs():
-    """True once the head has the durable queue: idempotent job ids and `troupe submit --attach`."""
-    if not TROUPE_BIN.exists():
-        return False
-    p = subprocess.run([str(TROUPE_BIN), "submit", "--help"], capture_output=True, text=True)
-    return "--attach" in p.stdout
-
-
-@pytest.mark.skipif(not head_keeps_jobs(),
-                    reason="needs the head's durable queue (idempotent job ids, JobAttach, `troupe submit --attach`)")
 def test_killed_bridges_job_goes_on_on_the_head_and_is_reattached(cluster, server, r):
     """With the durable queue the head keeps running a job whose bridge died;
     the restarted bridge's resubmission (same job id) is answered with that
