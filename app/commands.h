@@ -21,6 +21,7 @@ void RegisterSubmit(CLI::App& app);
 void RegisterStatus(CLI::App& app);
 void RegisterSession(CLI::App& app);
 void RegisterJob(CLI::App& app);
+void RegisterBridge(CLI::App& app);
 
 int ExitCode();
 void SetExitCode(int code);

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   troupe::app::RegisterStatus(app);
   troupe::app::RegisterSession(app);
   troupe::app::RegisterJob(app);
+  troupe::app::RegisterBridge(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -5,7 +5,7 @@
 # .deps/model/. Nothing is fetched at run time.
 #
 #   scripts/setup.sh                   # runtime deps + model + build
-#   scripts/setup.sh --with-test-deps  # also the test references (llama.cpp, HF, openai client)
+#   scripts/setup.sh --with-test-deps  # also the test references (llama.cpp, HF, openai client, redis-server + redis-py)
 #   TROUPE_BUILD_TYPE=Debug scripts/setup.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,10 +27,14 @@ APT_PACKAGES=(
   libcaf-dev libzmq3-dev cppzmq-dev libsodium-dev
   libtorch-dev libprotobuf-dev protobuf-compiler libsqlite3-dev
   libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libyaml-cpp-dev
-  libcpp-httplib-dev
+  libcpp-httplib-dev libhiredis-dev
   python3 python3-venv python3-pip
 )
 apt_install "${APT_PACKAGES[@]}"
+# The Redis server only the tests of `troupe bridge` start (tests/python/test_broker_bridge.py).
+if [ "$WITH_TEST_DEPS" = 1 ]; then
+  apt_install redis-server
+fi
 
 # Python: the model package and the reference implementations used by tests
 # and benchmarks (llama.cpp through llama-cpp-python, Hugging Face tokenizers).
@@ -40,7 +44,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 VPY=.venv/bin/python
-if [ "$WITH_TEST_DEPS" = 1 ] && ! $VPY -c "import numpy, pytest, gguf, safetensors, tokenizers, transformers, jinja2, openai, prometheus_client" 2>/dev/null; then
+if [ "$WITH_TEST_DEPS" = 1 ] && ! $VPY -c "import numpy, pytest, gguf, safetensors, tokenizers, transformers, jinja2, openai, prometheus_client, redis" 2>/dev/null; then
   log "pip install test references"
   $VPY -m pip install -q --upgrade pip
   $VPY -m pip install -q -r scripts/requirements-test.txt
