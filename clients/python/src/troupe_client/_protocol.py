@@ -174,10 +174,13 @@ class JobRun:
             else any(t.logprob is not None for t in self.tokens)
         )
         best: Optional[Sequence] = sequences[0] if sequences else None
+        # The answer, as `troupe submit --json` prints it: an eos token that
+        # flushed no text is the end marker, not part of it.
+        answer = [t for t in self.tokens if not (t.eos and not t.text)]
         return Result(
             job_id=f.job_id or self.job_id,
-            text=best.text if best else "".join(t.text for t in self.tokens),
-            tokens=list(best.tokens) if best else [t.token_id for t in self.tokens],
+            text=best.text if best else "".join(t.text for t in answer),
+            tokens=list(best.tokens) if best else [t.token_id for t in answer],
             finish_reason=finish_reason_name(f.reason) or "unspecified",
             usage=Usage(f.prompt_tokens, f.generated_tokens, f.cached_tokens),
             timings=Timings(
@@ -189,7 +192,7 @@ class JobRun:
                 replays=f.replays,
                 peak_rss_mb=f.peak_rss_mb,
             ),
-            logprobs=list(self.tokens) if wants_logprobs and not sequences else None,
+            logprobs=answer if wants_logprobs and not sequences else None,
             prompt_logprobs=self.prompt_logprobs,
             sequences=sequences,
         )

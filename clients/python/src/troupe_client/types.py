@@ -154,11 +154,12 @@ class Timings:
 class Result:
     """A finished job.
 
-    ``tokens`` and ``text`` are the answer (the eos token included in
-    ``tokens``, as ``troupe submit --json`` prints it); with beam search they
+    ``tokens`` and ``text`` are the answer as ``troupe submit --json``
+    prints it: without the end marker (an eos token that flushed no text),
+    which a stream still yields (``Token.eos``); with beam search they
     are the best sequence's and ``sequences`` holds every returned one, best
     first. ``logprobs`` holds one Token per generated token when the job
-    asked for logprobs, else None. A Result of :meth:`Client.attach` from a
+    asked for logprobs (aligned with ``tokens``), else None. A Result of :meth:`Client.attach` from a
     token index holds the tokens from that index on.
     """
 
