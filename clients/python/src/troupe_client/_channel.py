@@ -47,6 +47,11 @@ def configure(sock: zmq.Socket, server_key: Optional[str], client_keys: Optional
     sock.setsockopt(zmq.RCVHWM, 0)  # a fast stream never blocks the head on us
     sock.setsockopt(zmq.TCP_KEEPALIVE, 1)
     sock.setsockopt(zmq.TCP_KEEPALIVE_IDLE, 30)
+    # ZMTP heartbeats (the head's ZeroMQ answers them without its app): a
+    # connection that goes silent — a cut cable, a stalled peer — is dropped
+    # within HEARTBEAT_TIMEOUT, which the monitor reports as lost.
+    sock.setsockopt(zmq.HEARTBEAT_IVL, 2000)
+    sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, 10000)
     if server_key:
         keys = client_keys or KeyPair(*[k.decode() for k in zmq.curve_keypair()])
         sock.curve_serverkey = server_key.encode()
