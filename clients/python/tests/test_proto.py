@@ -1,6 +1,7 @@
 """The committed troupe_pb2.py is the schema of messages/troupe.proto, and the
 pure parts of the SDK (options, keys, errors) map values as documented."""
 import builtins
+import pathlib
 import shutil
 import subprocess
 
@@ -36,6 +37,11 @@ def test_generated_module_matches_messages_troupe_proto(tmp_path):
     assert committed == current, (
         "clients/python/src/troupe_client/troupe_pb2.py is stale against messages/troupe.proto: "
         "run clients/python/scripts/generate_proto.sh")
+    # Its type stub, as the same protoc writes it.
+    subprocess.run([protoc, f"-I{PROTO.parent}", f"--pyi_out={tmp_path}", PROTO.name], check=True)
+    stub = pathlib.Path(pb.__file__).with_suffix(".pyi")
+    assert stub.read_text() == (tmp_path / "troupe_pb2.pyi").read_text(), (
+        "troupe_pb2.pyi is stale: run clients/python/scripts/generate_proto.sh")
 
 
 def test_protocol_version_is_the_heads():

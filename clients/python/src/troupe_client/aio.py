@@ -14,7 +14,7 @@ client from one event loop.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, AsyncIterator, Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, AsyncGenerator, AsyncIterator, Callable, Dict, List, Optional, Tuple, Union
 
 import zmq
 import zmq.asyncio
@@ -269,7 +269,7 @@ class AsyncClient:
                                 on_status)
 
     async def _drive(self, run: JobRun, on_status: Optional[StatusCallback],
-                     cancel_on_close: bool) -> AsyncIterator[Tuple[str, Any]]:
+                     cancel_on_close: bool) -> AsyncGenerator[Tuple[str, Any], None]:
         failures = 0
         ended = False
         try:

@@ -19,7 +19,7 @@ belongs to one thread at a time.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Generator, Iterator, List, Optional, Tuple, Union
 
 from . import troupe_pb2 as pb
 from ._channel import Channel
@@ -66,8 +66,10 @@ class TokenStream(Iterator[Token]):
         status: the latest JobStatus (acceptance, JOB_QUEUED notices).
         result: the Result once the stream has ended, else None.
 
-    Closing a stream before its end (``close()``, ``with``, or dropping it)
-    cancels the job it submitted; an attached stream leaves the job running.
+    The job is sent when the stream is first read (``job_id``, the client's
+    own, is known before). Closing a stream before its end (``close()``,
+    ``with``, or dropping it) cancels the job it submitted; an attached
+    stream leaves the job running.
     """
 
     def __init__(self, client: "Client", run: JobRun, on_status: Optional[StatusCallback],
@@ -233,7 +235,8 @@ class Client:
         UnknownJobError when the head does not know the job."""
         return TokenStream(self, JobRun(pb.JobAttach(job_id=job_id, stream=True, from_index=from_index)), on_status)
 
-    def _drive(self, run: JobRun, on_status: Optional[StatusCallback], cancel_on_close: bool) -> Iterator[Tuple[str, Any]]:
+    def _drive(self, run: JobRun, on_status: Optional[StatusCallback],
+               cancel_on_close: bool) -> Generator[Tuple[str, Any], None, None]:
         """The events of `run`, re-sending it after a lost connection or timeout."""
         failures = 0
         ended = False

@@ -74,8 +74,8 @@ def server_key_of(key: Union[str, PathLike]) -> str:
 def client_keys_of(keys: Union[None, PathLike, Tuple[str, str], KeyPair]) -> KeyPair:
     """This client's pair: a node.key file, (public, secret) Z85, or None for a fresh pair."""
     if keys is None:
-        public, secret = zmq.curve_keypair()
-        return KeyPair(public.decode(), secret.decode())
+        fresh = zmq.curve_keypair()
+        return KeyPair(fresh[0].decode(), fresh[1].decode())
     if isinstance(keys, KeyPair):
         return keys
     if isinstance(keys, tuple):

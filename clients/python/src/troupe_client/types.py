@@ -35,7 +35,7 @@ _STATE = {
 
 def finish_reason_name(reason: int) -> Optional[str]:
     """``"eos"``, ``"stop"``, ``"length"``, or None when unset."""
-    return _FINISH.get(reason)
+    return _FINISH.get(reason)  # type: ignore[call-overload]
 
 
 @dataclass(frozen=True)
