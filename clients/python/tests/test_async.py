@@ -67,3 +67,37 @@ def test_async_chat_session_errors_and_queries(cluster):
     assert second.usage.cached_tokens > 0
     assert second.usage.prompt_tokens > first.usage.prompt_tokens + first.usage.completion_tokens
     assert metrics.counters["head/prompt_tokens_reused_total"] > 0
+
+
+def test_async_status_cancel_and_early_close(cluster):
+    from troupe_client import CancelledError, UnknownJobError
+
+    async def main():
+        async with AsyncClient.from_cluster(cluster.dir) as client:
+            stream = client.stream("Count:", max_tokens=300, min_tokens=300)
+            first = await stream.__anext__()
+            status = await client.status(stream.job_id)
+            assert status.state == "running" and status.job_id == stream.job_id
+            await client.cancel(stream.job_id)
+            with pytest.raises(CancelledError) as e:
+                async for _ in stream:
+                    pass
+            assert e.value.job_id == stream.job_id
+            # Leaving a stream early cancels its job.
+            other = client.stream("Count:", max_tokens=300, min_tokens=300)
+            await other.__anext__()
+            await other.aclose()
+            deadline = time.monotonic() + 5
+            while True:
+                try:
+                    if (await client.status(other.job_id)).state not in ("running", "queued"):
+                        break
+                except UnknownJobError:
+                    break
+                assert time.monotonic() < deadline, "the closed stream's job still runs"
+                await asyncio.sleep(0.1)
+            with pytest.raises(UnknownJobError):
+                await client.cancel(987654321)
+            return first
+
+    assert asyncio.run(main()).index == 0
