@@ -66,13 +66,17 @@ class ConnectionState:
         self.endpoint = endpoint
         self.curve = curve
         self.disconnects = 0
+        self.handshakes = 0  # connections made (handshake done)
+        self._handshakes_at_loss = 0
         self.refused: Optional[TroupeError] = None
 
     def on_event(self, frames: List[bytes]) -> None:
         event, value = struct.unpack("=hi", frames[0][:6])
         if event == zmq.EVENT_DISCONNECTED:
             self.disconnects += 1
+            self._handshakes_at_loss = self.handshakes
         elif event == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+            self.handshakes += 1
             self.refused = None
         elif event == zmq.EVENT_HANDSHAKE_FAILED_AUTH:
             self.refused = AuthenticationError(
@@ -85,6 +89,10 @@ class ConnectionState:
                 f"the handshake with {self.endpoint} failed ({how} client): "
                 + ("a wrong server key?" if self.curve else "the endpoint wants CURVE (server_key=...)")
             )
+
+    def reconnected(self) -> bool:
+        """Connected again since the last disconnect (or never disconnected)."""
+        return self.disconnects == 0 or self.handshakes > self._handshakes_at_loss
 
     def lost(self, since: int) -> Optional[TroupeError]:
         """The error for a receiver that started when disconnects was `since`."""
@@ -143,6 +151,17 @@ class Channel:
             if time.monotonic() >= deadline:
                 raise no_answer(self.endpoint, timeout)
             time.sleep(0.01)
+
+    def wait_reconnected(self, timeout: float) -> None:
+        """Waits (at most `timeout` s) until the socket is connected again after
+        a loss, so that a job re-sent then is not taken for lost by the late
+        events of the old connection. A send meanwhile would queue anyway."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                if self.state.reconnected() or self.state.refused is not None:
+                    return
+                self._pump(_SLICE_S)
 
     def receive(self, request_id: int, timeout: float, since: int) -> pb.Envelope:
         """The next answer to `request_id` (opened), waiting at most `timeout`

@@ -78,6 +78,15 @@ class _AsyncChannel:
                     raise no_answer(self.endpoint, timeout) from None
                 await asyncio.sleep(0.01)
 
+    async def wait_reconnected(self, timeout: float) -> None:
+        """See Channel.wait_reconnected (the reader task counts the events)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        if self._reader is None or self._reader.done():
+            self._reader = loop.create_task(self._read())
+        while loop.time() < deadline and not (self.state.reconnected() or self.state.refused is not None):
+            await asyncio.sleep(0.02)
+
     async def receive(self, request_id: int, timeout: float, since: int) -> pb.Envelope:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
@@ -296,6 +305,7 @@ class AsyncClient:
                     failures += 1
                     run.restart()
                     await asyncio.sleep(_backoff(failures))
+                    await self._channel.wait_reconnected(self.timeout)
                 finally:
                     self._channel.forget(request_id)
         finally:

@@ -264,6 +264,7 @@ class Client:
                     failures += 1
                     run.restart()
                     time.sleep(_backoff(failures))
+                    self._channel.wait_reconnected(self.timeout)
                 finally:
                     self._channel.forget(request_id)
         finally:
