@@ -184,3 +184,16 @@ def test_metrics_count_the_jobs(client):
     assert any(k.startswith("head/") for k in after.counters)
     key = "head/prompt_tokens_prefilled_total"
     assert after.counters[key] > before.counters.get(key, 0)
+
+
+def test_prompt_logprobs_equal_troupe_score(client):
+    p = run("score", "--text", "The capital of France is", "--model", DEFAULT_MODEL)
+    assert p.returncode == 0, p.stderr
+    score = json.loads(p.stdout)
+    result = client.generate("The capital of France is", max_tokens=1, prompt_logprobs=2)
+    prompt = result.prompt_logprobs
+    assert [t.token_id for t in prompt] == score["tokens"]
+    assert prompt[0].logprob is None  # nothing before the first token
+    assert [t.logprob for t in prompt[1:]] == pytest.approx(score["logprobs"], abs=1e-3)
+    assert all(len(t.top_logprobs) == 2 for t in prompt[1:])
+    assert [t.top_logprobs[0].token_id for t in prompt[1:]] == score["argmax"][:-1]

@@ -55,3 +55,16 @@ def test_session_errors_are_typed(cluster, client):
     assert "sdk-dup" not in {k.name for k in client.sessions()}
     with pytest.raises(UnknownSessionError):
         client.close_session("sdk-dup")
+
+
+def test_a_full_session_is_session_full_error(client):
+    from troupe_client import SessionFullError
+
+    with client.session(max_length=48) as s:
+        first = s.generate("Once upon a time there was", max_tokens=8)
+        assert first.usage.prompt_tokens + len(first.tokens) <= 48
+        with pytest.raises(SessionFullError) as e:
+            s.generate(" and then" * 20, max_tokens=4)  # a prompt longer than the room left
+        assert e.value.code == "SESSION_FULL"
+        # A job that fails leaves the conversation as it was: a short one still fits.
+        assert s.generate(" and", max_tokens=2).usage.cached_tokens > 0
