@@ -40,14 +40,15 @@ def curve_cluster(tmp_path_factory, troupe_bin, model_path):
     """A head and one shard from hand-written node configs, laid out as
     `cluster up --dir` lays out its directory (keys/<id>/node.key,
     keys/allowlist/*.pub, cluster.json), the job endpoint on a non-loopback
-    address: CURVE."""
+    address: CURVE. No client key pair: a client uses the head's own key,
+    which a head always allows on its job endpoint."""
     ip = _non_loopback_ip()
     if ip is None:
         pytest.skip("this machine has no non-loopback address")
     d = tmp_path_factory.mktemp("curve-cluster")
     keys = {}
     (d / "keys" / "allowlist").mkdir(parents=True)
-    for node in ("head", "shard-0", "client", "stranger"):
+    for node in ("head", "shard-0", "stranger"):
         p = run("keys", "generate", "--out", d / "keys" / node)
         assert p.returncode == 0, p.stderr
         keys[node] = (d / "keys" / node / "node.pub").read_text().split("=", 1)[1].strip()
@@ -127,13 +128,14 @@ def test_from_cluster_speaks_curve_with_the_keys_of_the_directory(curve_cluster)
         assert client.curve is True
         result = _generate_when_routed(client, "Hello there", max_tokens=12)
     assert result.tokens == token_ids(generate_lines("Hello there", "--max-tokens", "12"))
-    # The same by hand: the head's public key as Z85, the client's key file.
+    # The same by hand: the head's public key as Z85, a client key file.
     info = json.loads((d / "cluster.json").read_text())
-    with Client(info["job_endpoint"], server_key=keys["head"], client_keys=d / "keys" / "client" / "node.key") as c:
+    with Client(info["job_endpoint"], server_key=keys["head"], client_keys=d / "keys" / "head" / "node.key") as c:
         assert c.generate("Hello there", max_tokens=12).tokens == result.tokens
     p = run("submit", "--endpoint", info["job_endpoint"], "--prompt", "Hello there", "--json", "--max-tokens", "12",
-            "--server-key", keys["head"], "--client-key", d / "keys" / "client" / "node.key")
+            "--server-key", keys["head"], "--client-key", d / "keys" / "head" / "node.key")
     assert p.returncode == 0, p.stderr
+    assert [l["token"] for l in map(json.loads, p.stdout.splitlines()) if "token" in l] == result.tokens
 
 
 def test_a_key_outside_the_allowlist_or_no_curve_is_refused_at_once(curve_cluster):
@@ -149,3 +151,36 @@ def test_a_key_outside_the_allowlist_or_no_curve_is_refused_at_once(curve_cluste
     with Client(ep, timeout=5, retries=0) as plain:
         with pytest.raises(AuthenticationError, match="the endpoint wants CURVE"):
             plain.generate("Hello", max_tokens=2)
+
+
+def _cluster_up_has(flag):
+    return flag in run("cluster", "up", "--help").stdout
+
+
+def test_from_cluster_on_a_cluster_up_with_job_curve(troupe_bin, model_path):
+    """`cluster up --job-curve`: CURVE on the loopback job endpoint too, with
+    the client key pair and server key that cluster.json names."""
+    if not _cluster_up_has("--job-curve"):
+        pytest.skip("needs `cluster up --job-curve` and cluster.json's job keys (issue 9 item 4, keys on every "
+                    "client door), not yet on main")
+    from conftest import Cluster
+
+    c = Cluster(shards=1, extra=("--job-curve",))
+    try:
+        info = c.info
+        assert info["job_curve"] is True
+        with Client.from_cluster(c.dir) as client:
+            assert client.curve is True
+            result = client.generate("Hello there", max_tokens=6)
+        assert result.tokens == token_ids(generate_lines("Hello there", "--max-tokens", "6"))
+        with Client(c.endpoint, timeout=5, retries=0) as plain:
+            with pytest.raises(AuthenticationError):
+                plain.generate("Hello", max_tokens=2)
+        stranger = c.dir / "stranger"
+        assert run("keys", "generate", "--out", stranger).returncode == 0
+        with Client(c.endpoint, server_key=info["server_key"], client_keys=stranger / "node.key", timeout=5,
+                    retries=0) as outsider:
+            with pytest.raises(AuthenticationError):
+                outsider.generate("Hello", max_tokens=2)
+    finally:
+        c.stop()

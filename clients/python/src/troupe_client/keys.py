@@ -119,11 +119,11 @@ def cluster_settings(directory: PathLike) -> ClusterSettings:
 
     The job endpoint is CURVE when cluster.json says so (``job_curve``), else
     when the cluster runs CURVE (``curve``) and the endpoint is not loopback
-    — the head's own rule. Then the server key is ``job_server_key_file``
-    (default DIR/keys/head/node.pub) and the client's pair
-    ``client_key_file`` (default DIR/keys/client/node.key when present, else
-    the head's own DIR/keys/head/node.key, which the cluster's allowlist
-    holds).
+    — the head's own rule. Then the head's key is ``server_key`` (Z85) or
+    ``server_key_file`` (default DIR/keys/head/node.pub), and the client's
+    pair ``client_key_file`` (default DIR/keys/client/node.key when present,
+    else the head's own DIR/keys/head/node.key, which the head always
+    allows).
     """
     d = pathlib.Path(directory)
     info = json.loads((d / "cluster.json").read_text(encoding="utf-8"))
@@ -133,10 +133,13 @@ def cluster_settings(directory: PathLike) -> ClusterSettings:
         curve = bool(info.get("curve")) and not is_loopback(endpoint)
     if not curve:
         return ClusterSettings(endpoint, None, None)
-    server_file = info.get("job_server_key_file") or d / "keys" / "head" / "node.pub"
+    if info.get("server_key"):
+        server = server_key_of(str(info["server_key"]))
+    else:
+        server = server_key_of(pathlib.Path(info.get("server_key_file") or d / "keys" / "head" / "node.pub"))
     client_file = info.get("client_key_file")
     if not client_file:
         client_file = d / "keys" / "client" / "node.key"
         if not client_file.exists():
             client_file = d / "keys" / "head" / "node.key"
-    return ClusterSettings(endpoint, server_key_of(pathlib.Path(server_file)), client_keys_of(pathlib.Path(client_file)))
+    return ClusterSettings(endpoint, server, client_keys_of(pathlib.Path(client_file)))
