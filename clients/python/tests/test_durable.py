@@ -2,12 +2,18 @@
 idempotent job ids (the same id answers with the existing job's stream, never
 a second run), JobAttach, JobStatus with tokens, priority and the final state
 kept after the end."""
+import asyncio
+import json
+import os
+import signal
 import threading
 import time
 
 import pytest
 
-from troupe_client import CancelledError, Client, UnknownJobError
+from conftest import Cluster, generate_lines, token_ids
+
+from troupe_client import AsyncClient, CancelledError, Client, UnknownJobError
 
 pytestmark = pytest.mark.skip(
     reason="needs the head's durable queue (issue 9 item 1: idempotent job ids, JobAttach, JobStatus "
@@ -86,3 +92,48 @@ def test_the_same_job_id_answers_with_the_existing_job_never_a_second_run(client
     with pytest.raises(Exception) as e:  # the same id for another job
         client.generate("Another prompt entirely.", job_id=job_id, **JOB)
     assert e.value.code == "BAD_REQUEST" and str(job_id) in e.value.text
+
+
+def _kill_head_and_wait_for_its_restart(c):
+    head_pid = c.info["nodes"][0]["pid"]
+    os.kill(head_pid, signal.SIGKILL)
+    deadline = time.time() + 120
+    while json.loads((c.dir / "cluster.json").read_text())["nodes"][0]["pid"] == head_pid:
+        assert time.time() < deadline, c.stderr()
+        time.sleep(0.1)
+
+
+def test_a_stream_rides_through_a_head_killed_and_restarted(troupe_bin, model_path):
+    """The head SIGKILLed mid-answer; cluster up starts it again and its
+    journal runs the job again. The SDK sees the connection go, re-sends the
+    job with its id once the head is back, skips what it has given, and the
+    caller gets exactly the undisturbed answer — sync and async."""
+    flags = ("--temperature", "0.8", "--seed", "11", "--max-tokens", "64", "--min-tokens", "64")
+    options = dict(temperature=0.8, seed=11, max_tokens=64, min_tokens=64)
+    want = token_ids(generate_lines("Tell me a story.", *flags))
+    c = Cluster(shards=2)
+    try:
+        with Client.from_cluster(c.dir, timeout=60, idle_timeout=60) as client:
+            stream = client.stream("Tell me a story.", **options)
+            got = [next(stream) for _ in range(10)]
+            _kill_head_and_wait_for_its_restart(c)
+            got += list(stream)
+        assert [t.index for t in got] == list(range(64))
+        assert [t.token_id for t in got] == want == stream.result.tokens
+        assert stream._run.attempts >= 2
+        c.info = json.loads((c.dir / "cluster.json").read_text())
+
+        async def main():
+            async with AsyncClient.from_cluster(c.dir, timeout=60, idle_timeout=60) as a:
+                s = a.stream("Tell me a story.", **options)
+                tokens = []
+                async for t in s:
+                    tokens.append(t)
+                    if len(tokens) == 10:
+                        await asyncio.get_running_loop().run_in_executor(None, _kill_head_and_wait_for_its_restart, c)
+                return tokens, s.result
+
+        tokens, result = asyncio.run(main())
+        assert [t.index for t in tokens] == list(range(64)) and result.tokens == want
+    finally:
+        c.stop()

@@ -165,7 +165,8 @@ class Client:
         return cls(s.endpoint, s.server_key, s.client_keys, **kwargs)
 
     def close(self) -> None:
-        """Closes the socket (a job still streaming is cancelled by the head)."""
+        """Closes the socket. Close (or finish) its streams first: closing a
+        stream cancels its job, closing the client only stops listening."""
         self._channel.close()
 
     def __enter__(self) -> "Client":
