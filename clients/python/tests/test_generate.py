@@ -151,6 +151,11 @@ def test_errors_are_typed_exceptions(client):
         client.status(123456789)
 
 
+def test_a_malformed_endpoint_is_a_bad_request():
+    with pytest.raises(BadRequestError, match="cannot connect to 'tcp://nohost'"):
+        Client("tcp://nohost")
+
+
 def test_no_cluster_is_a_timeout_not_a_hang():
     with Client("tcp://127.0.0.1:9", timeout=0.5, retries=1) as c:  # nothing listens on port 9
         start = time.monotonic()

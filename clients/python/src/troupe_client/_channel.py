@@ -23,7 +23,7 @@ import zmq
 
 from . import troupe_pb2 as pb
 from ._protocol import decode
-from .errors import AuthenticationError, TimeoutError, TroupeError, UnavailableError
+from .errors import AuthenticationError, BadRequestError, TimeoutError, TroupeError, UnavailableError
 from .keys import KeyPair
 
 _MONITORED = (
@@ -115,7 +115,14 @@ class Channel:
         configure(self._socket, server_key, client_keys)
         self._monitor = self._socket.get_monitor_socket(_MONITORED)
         self.state = ConnectionState(endpoint, bool(server_key))
-        self._socket.connect(endpoint)
+        try:
+            self._socket.connect(endpoint)
+        except zmq.ZMQError as e:
+            self._socket.disable_monitor()
+            self._monitor.close(linger=0)
+            self._socket.close(linger=0)
+            self._context.term()
+            raise BadRequestError(f"cannot connect to {endpoint!r}: {e}") from None
         self._lock = threading.Lock()
         self._mailboxes: Dict[int, Deque[pb.Envelope]] = {}
         self._poller = zmq.Poller()

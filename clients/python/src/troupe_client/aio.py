@@ -23,7 +23,7 @@ from . import troupe_pb2 as pb
 from ._channel import _MONITORED, ConnectionState, configure, no_answer
 from ._protocol import JobRun, RequestIds, decode, envelope, should_retry
 from .client import ClientKeys, Prompt, StatusCallback, _backoff, _keys, expect
-from .errors import TroupeError, UnknownSessionError
+from .errors import BadRequestError, TroupeError, UnknownSessionError
 from .keys import KeyPair, PathLike, cluster_settings
 from .options import ChatInput, chat_messages, job_submit, new_job_id
 from .types import JobStatus, KeptSession, Metrics, Result, Token
@@ -41,7 +41,14 @@ class _AsyncChannel:
         configure(self._socket, server_key, client_keys)
         self._monitor = self._socket.get_monitor_socket(_MONITORED)
         self.state = ConnectionState(endpoint, bool(server_key))
-        self._socket.connect(endpoint)
+        try:
+            self._socket.connect(endpoint)
+        except zmq.ZMQError as e:
+            self._socket.disable_monitor()
+            self._monitor.close(linger=0)
+            self._socket.close(linger=0)
+            self._context.term()
+            raise BadRequestError(f"cannot connect to {endpoint!r}: {e}") from None
         self._queues: Dict[int, "asyncio.Queue[_Item]"] = {}
         self._reader: Optional["asyncio.Task[None]"] = None
 
