@@ -1,6 +1,7 @@
-"""A TCP proxy between a client and the head that a test can cut: every
-connection through it closed at once, as a dropped link would be; new
-connections are forwarded again (ZeroMQ reconnects)."""
+"""A TCP proxy between a client and the head that a test can cut — every
+connection through it closed at once, as a dropped link would be — or stall:
+the connections stay open but carry nothing more, as a dead cable or a hung
+peer. New connections are forwarded again (ZeroMQ reconnects)."""
 import socket
 import threading
 
@@ -17,6 +18,7 @@ class TcpProxy:
         self.connections = 0  # accepted so far
         self.bytes_down = 0   # head -> client, so far
         self._open = []
+        self._stalled = set()  # sockets whose data is dropped
         self._lock = threading.Lock()
         self._closed = False
         threading.Thread(target=self._accept, daemon=True).start()
@@ -44,6 +46,8 @@ class TcpProxy:
                 data = src.recv(65536)
                 if not data:
                     break
+                if src in self._stalled:
+                    continue
                 if counted:
                     self.bytes_down += len(data)
                 dst.sendall(data)
@@ -65,6 +69,11 @@ class TcpProxy:
             except OSError:
                 pass
             s.close()
+
+    def stall(self):
+        """From now on, the connections open now carry nothing (but stay open)."""
+        with self._lock:
+            self._stalled.update(self._open)
 
     def close(self):
         self._closed = True

@@ -62,3 +62,16 @@ def test_without_retries_a_cut_is_an_unavailable_error(cluster, proxy):
         with pytest.raises(UnavailableError, match="lost the connection") as e:
             list(stream)
         assert e.value.retryable
+
+
+def test_a_silent_connection_is_noticed_by_heartbeats_and_retried(cluster, client, proxy):
+    # No FIN, no RST: the link just goes quiet. ZMTP heartbeats drop it
+    # within 10 s, and the job goes on over a new connection.
+    reference = client.generate("Tell me a story.", **JOB)
+    with Client(proxy.endpoint, timeout=10, idle_timeout=60) as c:
+        stream = c.stream("Tell me a story.", **JOB)
+        got = [next(stream) for _ in range(10)]
+        proxy.stall()
+        got += list(stream)
+    assert [t.index for t in got] == list(range(60))
+    assert [t.token_id for t in got] == reference.tokens and proxy.connections >= 2
