@@ -184,7 +184,9 @@ class Client:
         max_tokens, seed, stop, logprobs, num_beams, contrastive...), and
         ``job_id`` (default: a random 63-bit id), ``priority``,
         ``on_status`` (called with each JobStatus: acceptance, JOB_QUEUED
-        notices).
+        notices), and the kept-session fields of JobSubmit as they are
+        (``session=NAME``, ``keep=True``, ``max_length=N``; ``session()`` is
+        the easier way).
         """
         return self.stream(prompt, **options).collect()
 
