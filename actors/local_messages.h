@@ -4,6 +4,7 @@
 //   bridge ──WireMessage / StepMessage──▶ any actor      (decoded, validated)
 //   Scheduler ──SessionStart / SessionDrop / SessionMove / SessionResume──▶ Sampler
 //   Sampler ──SessionDone──▶ Scheduler
+//   Sampler ──JobOutput──▶ Scheduler (what it sends a job's client goes to the job book)
 //   any stage ──SessionFailed──▶ Scheduler
 //   bridge ──PeerGone / NodeDown──▶ Scheduler
 //
@@ -69,6 +70,13 @@ struct SessionDone {
   std::vector<int32_t> tokens;
 };
 
+// Sampler -> Scheduler: a message for a job's client (Token, PromptLogprobs,
+// Finish, Error), sent to Origin{kJobBookLink}: the scheduler's job book keeps
+// it and copies it to the job's watchers.
+struct JobOutput {
+  v1::Envelope envelope;
+};
+
 // Any stage -> Scheduler: a session failed here; fail its job and close it.
 struct SessionFailed {
   uint64_t session_id = 0;
@@ -97,5 +105,6 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::scheduling::SessionMove)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::scheduling::SessionResume)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::SessionDone)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::SessionFailed)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::JobOutput)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::PeerGone)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::NodeDown)

@@ -171,7 +171,17 @@ Result<std::unique_ptr<Node>> Node::Start(const cluster::NodeConfig& config) {
   m.system = std::make_unique<caf::actor_system>(*m.caf_config);
   // Actors start lazily: none runs before every handle below is in place.
   if (config.head) {
-    ctx->scheduler = SpawnScheduler(*m.system, ctx);
+    TROUPE_ASSIGN_OR_RETURN(auto journal, scheduling::JobJournal::Open(config.job_journal));
+    auto book = std::make_unique<scheduling::JobBook>(scheduling::BookConfig{config.id, config.job_retention_seconds},
+                                                      std::move(journal));
+    const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    TROUPE_ASSIGN_OR_RETURN(std::vector<scheduling::JournaledJob> recovered, book->Recover(now));
+    std::cerr << "troupe node " << config.id << ": job journal "
+              << (config.job_journal.empty() ? std::string("in memory (set job_journal to keep jobs across restarts)")
+                                             : config.job_journal)
+              << ": " << recovered.size() << " unfinished job(s) to run again, " << book->size() - recovered.size()
+              << " ended job(s) kept" << std::endl;
+    ctx->scheduler = SpawnScheduler(*m.system, ctx, std::move(book), std::move(recovered));
     ctx->embedding_stage = SpawnEmbedding(*m.system, ctx);
     ctx->lm_head_stage = SpawnLmHead(*m.system, ctx);
     ctx->sampler = SpawnSampler(*m.system, ctx);

@@ -32,6 +32,7 @@ v1::MetricsSnapshot NodeMetrics(const NodeContext& ctx) {
   g["cache_budget_bytes"] = ctx.config.shard ? static_cast<double>(ctx.config.cache_budget_bytes) : 0.0;
   g["sessions_open"] = static_cast<double>(c.sessions_open.load());
   g["kept_sessions"] = static_cast<double>(c.kept_sessions.load());
+  if (ctx.config.head) g["jobs_live"] = static_cast<double>(c.jobs_live.load());
   auto& n = *m.mutable_counters();
   n["steps_total"] = c.steps_total.load();
   n["batches_total"] = c.batches_total.load();
@@ -48,6 +49,13 @@ v1::MetricsSnapshot NodeMetrics(const NodeContext& ctx) {
   n["prefix_positions_copied_total"] = c.prefix_positions_copied_total.load();
   n["send_errors_total"] = c.send_errors_total.load();
   n["beam_reorders_total"] = c.beam_reorders_total.load();
+  if (ctx.config.head) {
+    n["jobs_accepted_total"] = c.jobs_accepted_total.load();
+    n["jobs_recovered_total"] = c.jobs_recovered_total.load();
+    n["jobs_repeated_total"] = c.jobs_repeated_total.load();
+    n["jobs_attached_total"] = c.jobs_attached_total.load();
+    n["journal_errors_total"] = c.journal_errors_total.load();
+  }
   n["compute_microseconds_total"] = c.compute_ns.load() / 1000;
   ctx.rejects.AppendTo(&m);
   return m;
@@ -67,11 +75,12 @@ std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& f
   const auto body = env.body_case();
   if (job_link) {
     const bool job_body = body == v1::Envelope::kJobSubmit || body == v1::Envelope::kJobCancel ||
-                          body == v1::Envelope::kJobStatusQuery || body == v1::Envelope::kMetricsQuery ||
-                          body == v1::Envelope::kKeptSessionClose || body == v1::Envelope::kKeptSessionQuery;
+                          body == v1::Envelope::kJobStatusQuery || body == v1::Envelope::kJobAttach ||
+                          body == v1::Envelope::kMetricsQuery || body == v1::Envelope::kKeptSessionClose ||
+                          body == v1::Envelope::kKeptSessionQuery;
     if (!job_body || !ctx.scheduler) {
       return Refuse(ctx, v1::BAD_REQUEST,
-                    std::string("the job endpoint takes job_submit, job_cancel, job_status_query, "
+                    std::string("the job endpoint takes job_submit, job_cancel, job_status_query, job_attach, "
                                 "kept_session_close, kept_session_query and metrics queries, not ") +
                         BodyName(env),
                     env);
@@ -110,6 +119,7 @@ std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& f
     case v1::Envelope::kJobSubmit:
     case v1::Envelope::kJobCancel:
     case v1::Envelope::kJobStatusQuery:
+    case v1::Envelope::kJobAttach:
     case v1::Envelope::kKeptSessionClose:
     case v1::Envelope::kKeptSessionQuery:
       target = ctx.scheduler;

@@ -53,7 +53,14 @@ struct NodeCounters {
   std::atomic<uint64_t> prompt_tokens_prefilled_total{0};  // head: prompt tokens sent through the ring
   std::atomic<uint64_t> prompt_tokens_reused_total{0};     // head: prompt tokens a cache held already
   std::atomic<uint64_t> send_errors_total{0};
-  std::atomic<uint64_t> beam_reorders_total{0};  // beam rows whose KV cache a shard refilled from their parent's
+  std::atomic<uint64_t> beam_reorders_total{0};
+  std::atomic<uint64_t> jobs_accepted_total{0};   // head: jobs journaled (a repeated job id not counted)
+  std::atomic<uint64_t> jobs_recovered_total{0};  // head: unfinished jobs run again after a restart
+  std::atomic<uint64_t> jobs_repeated_total{0};   // head: submits of a job id the head knew (answered as attach)
+  std::atomic<uint64_t> jobs_attached_total{0};   // head: JobAttach requests answered
+  std::atomic<uint64_t> journal_errors_total{0};  // head: job journal writes or reads that failed
+  std::atomic<uint64_t> jobs_live{
+      0};  // head: accepted jobs not ended  // beam rows whose KV cache a shard refilled from their parent's
   std::atomic<uint64_t> compute_ns{
       0};  // time in model code (forward, sampling); exported as compute_microseconds_total
 };

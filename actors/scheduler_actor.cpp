@@ -1,5 +1,6 @@
 #include "actors/scheduler_actor.h"
 
+#include <deque>
 #include <iostream>
 #include <random>
 #include <type_traits>
@@ -19,6 +20,18 @@ namespace {
 namespace sched = troupe::scheduling;
 
 constexpr auto kTick = std::chrono::milliseconds(200);
+// How often ended jobs past the retention window are dropped.
+constexpr auto kExpireEvery = std::chrono::seconds(10);
+// How long jobs recovered after a restart wait for a route before they run anyway.
+constexpr auto kRecoveryWait = std::chrono::seconds(30);
+const Origin kBook{kJobBookLink, ""};
+
+double UnixNow() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
+
+uint64_t RandomSeed() {
+  std::random_device rd;
+  return (static_cast<uint64_t>(rd()) << 32) | rd();
+}
 
 sched::LifecycleConfig LifecycleConfigOf(const NodeContext& ctx) {
   sched::LifecycleConfig c;
@@ -28,7 +41,9 @@ sched::LifecycleConfig LifecycleConfigOf(const NodeContext& ctx) {
   c.n_layers = ctx.source->config().n_layers;
   c.max_positions = ctx.source->config().max_positions;
   // Session ids start at a random point so that a restarted head does not
-  // reuse the ids of sessions its shards may still hold.
+  // reuse the ids of sessions its shards may still hold; their high 32 bits
+  // name this incarnation of the head (shards close the sessions of an older
+  // one when a newer one opens: actors/shard_actor.h).
   c.first_session_id = static_cast<uint64_t>(std::random_device{}() & 0xffffff) << 32;
   c.kept_ttl = std::chrono::milliseconds(static_cast<int64_t>(ctx.config.kept_session_ttl_seconds * 1000));
   c.kept_max_length = ctx.config.kept_session_max_length;
@@ -39,8 +54,14 @@ sched::LifecycleConfig LifecycleConfigOf(const NodeContext& ctx) {
 
 class SchedulerActor : public StageActor {
  public:
-  SchedulerActor(caf::actor_config& cfg, std::shared_ptr<NodeContext> ctx)
-      : StageActor(cfg, ctx), jobs_(LifecycleConfigOf(*ctx), sched::Registry()) {}
+  SchedulerActor(caf::actor_config& cfg, std::shared_ptr<NodeContext> ctx, std::unique_ptr<sched::JobBook> book,
+                 std::vector<sched::JournaledJob> recovered)
+      : StageActor(cfg, ctx),
+        jobs_(LifecycleConfigOf(*ctx), sched::Registry()),
+        book_(std::move(book)),
+        recovered_(std::make_move_iterator(recovered.begin()), std::make_move_iterator(recovered.end())),
+        started_(Clock::now()),
+        expired_(Clock::now()) {}
 
   const char* name() const override { return "scheduler"; }
 
@@ -51,7 +72,8 @@ class SchedulerActor : public StageActor {
         [this](WireMessage& m) { OnWire(m); },
         [this](SessionDone& d) { Execute(jobs_.Done(d.session_id, std::move(d.tokens), Clock::now())); },
         [this](SessionFailed& f) { Execute(jobs_.Failed(f.session_id, f.error, Clock::now())); },
-        [this](const PeerGone& g) { Execute(jobs_.ClientGone(g.client, Clock::now())); },
+        [this](JobOutput& o) { Execute(book_->Output(std::move(o.envelope), UnixNow())); },
+        [this](const PeerGone& g) { book_->Gone(g.client); },
         [this](const NodeDown& d) { Execute(jobs_.NodeDown(d.node_id, "disconnected", Clock::now())); },
         [this](tick_atom) {
           OnTick();
@@ -63,7 +85,11 @@ class SchedulerActor : public StageActor {
   }
 
   void on_exit() override {
-    Execute(jobs_.Shutdown());  // nobody waits in vain: every job gets an answer
+    // Nobody waits in vain: every watcher gets an answer. The jobs stay
+    // unfinished in the journal (what the life cycle says of them now is
+    // not their end).
+    Execute(book_->Close());
+    Execute(jobs_.Shutdown());
     StageActor::on_exit();
     queries_.Clear();
   }
@@ -91,10 +117,9 @@ class SchedulerActor : public StageActor {
     const auto now = Clock::now();
     switch (env.body_case()) {
       case v1::Envelope::kJobSubmit: return Submit(from, env.request_id(), env.job_submit());
-      case v1::Envelope::kJobCancel:
-        return Execute(jobs_.Cancel(from, env.request_id(), env.job_cancel().job_id(), now));
-      case v1::Envelope::kJobStatusQuery:
-        return Execute(jobs_.Status(from, env.request_id(), env.job_status_query().job_id()));
+      case v1::Envelope::kJobCancel: return Cancel(from, env.request_id(), env.job_cancel().job_id());
+      case v1::Envelope::kJobStatusQuery: return StatusQuery(from, env.request_id(), env.job_status_query().job_id());
+      case v1::Envelope::kJobAttach: return Attach(from, env.request_id(), env.job_attach());
       case v1::Envelope::kKeptSessionClose:
         return Execute(jobs_.CloseKept(from, env.request_id(), env.kept_session_close().name(), now));
       case v1::Envelope::kKeptSessionQuery: return Execute(jobs_.ListKept(from, env.request_id(), now));
@@ -114,19 +139,130 @@ class SchedulerActor : public StageActor {
     }
   }
 
+  // A JobSubmit: a job id the book knows is answered as an attach (the same
+  // job) or refused (another job); a new job is admitted, checked for room
+  // and a route, journaled (accepted: the book acknowledges it as the life
+  // cycle's JobStatus reaches it) and run. Refusals before the journal leave
+  // no trace: the client may retry with the same id.
   void Submit(const Origin& client, uint64_t request_id, const v1::JobSubmit& submit) {
-    const uint64_t job_id = jobs_.TakeJobId(submit.job_id());
+    const auto refuse = [&](v1::ErrorCode code, const std::string& text, uint64_t job_id) {
+      Execute(sched::Reply{client, ErrorEnvelope(code, text, ctx_->node_id, 0, request_id, job_id)});
+    };
+    if (submit.job_id() != 0 && book_->Knows(submit.job_id())) {
+      const uint64_t id = submit.job_id();
+      if (!book_->SameJob(id, submit)) {
+        return refuse(v1::BAD_REQUEST,
+                      "job id " + std::to_string(id) + " names another job (a different submit); pick a fresh id", id);
+      }
+      ctx_->counters.jobs_repeated_total++;
+      return Execute(book_->Attach(id, sched::Watcher{client, request_id, submit.stream(), 0}, Live(id)));
+    }
+    const uint64_t job_id = submit.job_id() != 0 ? submit.job_id() : book_->NewId();
+    v1::JobSubmit accepted = submit;
+    accepted.set_job_id(job_id);
+    const uint64_t seed = submit.sampling().has_seed() ? submit.sampling().seed() : RandomSeed();
+    WireResult<sched::AdmittedJob> job = AdmitWithSeed(accepted, seed);
+    if (!job.ok()) return refuse(job.error().code, job.error().text, job_id);
+    if (std::optional<v1::Error> no = jobs_.Refusal(Clock::now())) {
+      v1::Envelope env = NewEnvelope(request_id);
+      *env.mutable_error() = std::move(*no);
+      env.mutable_error()->set_job_id(job_id);
+      return Execute(sched::Reply{client, std::move(env)});
+    }
+    if (Status st =
+            book_->Accept(job_id, accepted, seed, sched::Watcher{client, request_id, submit.stream(), 0}, UnixNow());
+        !st.ok()) {
+      ctx_->counters.journal_errors_total++;
+      return refuse(v1::UNAVAILABLE, "the head cannot journal the job, so it is not accepted: " + st.message(), job_id);
+    }
+    ctx_->counters.jobs_accepted_total++;
+    Run(job_id, request_id, std::move(*job));
+  }
+
+  // `submit` admitted to run with `seed` (the journaled one).
+  WireResult<sched::AdmittedJob> AdmitWithSeed(v1::JobSubmit submit, uint64_t seed) {
+    submit.mutable_sampling()->set_seed(seed);
     auto tokenize = [this](const PromptRequest& r) {
       return PromptTokens(*ctx_->tokenizer, ctx_->source->tokenizer_spec(), r);
     };
     const ModelConfig& model = ctx_->source->config();
-    WireResult<sched::AdmittedJob> job =
-        sched::Admit(submit, tokenize, {model.max_positions, model.vocab, ctx_->config.amateur_model});
-    if (!job.ok()) {
-      return Execute(sched::Reply{
-          client, ErrorEnvelope(job.error().code, job.error().text, ctx_->node_id, 0, request_id, job_id)});
+    return sched::Admit(submit, tokenize, {model.max_positions, model.vocab, ctx_->config.amateur_model});
+  }
+
+  // An accepted job to the life cycle, the book as its client. The sampler
+  // always streams: the book keeps every token for attach and replay.
+  void Run(uint64_t job_id, uint64_t request_id, sched::AdmittedJob job) {
+    job.stream = true;
+    Execute(jobs_.Submit(job_id, kBook, request_id, std::move(job), Clock::now()));
+  }
+
+  // Jobs the journal gave back after a restart run once a route exists (or
+  // after kRecoveryWait: then they fail NO_ROUTE like any job), in the order
+  // they were accepted.
+  void RunRecovered(Clock::time_point now) {
+    if (recovered_.empty()) return;
+    if (!jobs_.registry().Routable(ctx_->source->config().n_layers, now) && now - started_ < kRecoveryWait) return;
+    while (!recovered_.empty()) {
+      sched::JournaledJob j = std::move(recovered_.front());
+      recovered_.pop_front();
+      ctx_->counters.jobs_recovered_total++;
+      WireResult<sched::AdmittedJob> job = AdmitWithSeed(j.submit, j.seed);
+      if (!job.ok()) {
+        Execute(
+            book_->Output(ErrorEnvelope(job.error().code, job.error().text, ctx_->node_id, 0, 0, j.job_id), UnixNow()));
+        continue;
+      }
+      Say("job " + std::to_string(j.job_id) + " runs again (accepted before the head restarted)");
+      Run(j.job_id, 0, std::move(*job));
     }
-    Execute(jobs_.Submit(job_id, client, request_id, std::move(*job), Clock::now()));
+  }
+
+  // The life cycle's view of a live job, or its place among the recovered ones.
+  std::optional<sched::LiveState> Live(uint64_t job_id) const {
+    if (auto live = jobs_.Live(job_id)) return live;
+    for (size_t i = 0; i < recovered_.size(); ++i) {
+      if (recovered_[i].job_id == job_id) return sched::LiveState{v1::JOB_QUEUED, static_cast<uint32_t>(i), 0};
+    }
+    return std::nullopt;
+  }
+
+  v1::Envelope UnknownJob(uint64_t request_id, uint64_t job_id) const {
+    return ErrorEnvelope(v1::UNKNOWN_JOB,
+                         "no job " + std::to_string(job_id) + " (never accepted, or ended more than " +
+                             std::to_string(static_cast<int64_t>(ctx_->config.job_retention_seconds)) + " s ago)",
+                         ctx_->node_id, 0, request_id, job_id);
+  }
+
+  void Attach(const Origin& from, uint64_t request_id, const v1::JobAttach& a) {
+    if (!book_->Knows(a.job_id())) return Execute(sched::Reply{from, UnknownJob(request_id, a.job_id())});
+    ctx_->counters.jobs_attached_total++;
+    Execute(book_->Attach(a.job_id(), sched::Watcher{from, request_id, a.stream(), a.from_index()}, Live(a.job_id())));
+  }
+
+  void StatusQuery(const Origin& from, uint64_t request_id, uint64_t job_id) {
+    if (!book_->Knows(job_id)) return Execute(sched::Reply{from, UnknownJob(request_id, job_id)});
+    Execute(sched::Reply{from, book_->StatusOf(job_id, request_id, Live(job_id))});
+  }
+
+  // Cancels a live job (its watchers get CANCELLED); `from` gets the job's
+  // JobStatus afterwards (JOB_ABORTED, or how it ended before).
+  void Cancel(const Origin& from, uint64_t request_id, uint64_t job_id) {
+    if (!book_->Knows(job_id)) return Execute(sched::Reply{from, UnknownJob(request_id, job_id)});
+    if (!book_->Ended(job_id)) {
+      const std::string text = "job " + std::to_string(job_id) + " was cancelled";
+      if (jobs_.Live(job_id)) {
+        Execute(jobs_.Cancel(from, request_id, job_id, Clock::now()));
+      } else {  // recovered, not yet running
+        for (auto it = recovered_.begin(); it != recovered_.end(); ++it) {
+          if (it->job_id == job_id) {
+            recovered_.erase(it);
+            break;
+          }
+        }
+        Execute(book_->Output(ErrorEnvelope(v1::CANCELLED, text, ctx_->node_id, 0, 0, job_id), UnixNow()));
+      }
+    }
+    Execute(sched::Reply{from, book_->StatusOf(job_id, request_id, Live(job_id))});
   }
 
   void Announced(const Origin& from, const v1::RegistryAnnounce& a) {
@@ -165,6 +301,14 @@ class SchedulerActor : public StageActor {
 
   void OnTick() {
     const auto now = Clock::now();
+    RunRecovered(now);
+    if (now - expired_ >= kExpireEvery) {
+      expired_ = now;
+      if (Status st = book_->Expire(UnixNow()); !st.ok()) {
+        ctx_->counters.journal_errors_total++;
+        Say("cannot drop expired jobs from the journal: " + st.message());
+      }
+    }
     Execute(jobs_.Tick(now));
     for (sched::Reply& reply : queries_.Tick(now)) Execute(std::move(reply));
   }
@@ -183,10 +327,16 @@ class SchedulerActor : public StageActor {
     ctx_->counters.kept_sessions = jobs_.kept().size();
     ctx_->counters.prompt_tokens_prefilled_total = jobs_.prefill_counts().prefilled;
     ctx_->counters.prompt_tokens_reused_total = jobs_.prefill_counts().reused;
+    ctx_->counters.jobs_live = book_->live();
   }
   void Execute(sched::Reply reply) { Do(reply); }
 
-  void Do(sched::Reply& a) { Sent(sender_.Reply(a.client, std::move(a.envelope))); }
+  // To a client — or, for the book's own jobs, to the book, which copies it
+  // to the job's watchers.
+  void Do(sched::Reply& a) {
+    if (a.client.link == kJobBookLink) return Execute(book_->Output(std::move(a.envelope), UnixNow()));
+    Sent(sender_.Reply(a.client, std::move(a.envelope)));
+  }
 
   void Do(sched::ToNode& a) {
     const bool open = a.envelope.has_session_open();
@@ -214,16 +364,25 @@ class SchedulerActor : public StageActor {
     }
   }
 
+  void Say(std::string text) {
+    sched::Log log{std::move(text)};
+    Do(log);
+  }
   void Do(sched::Log& a) { std::cerr << "troupe node " << ctx_->node_id << ": " << a.text << std::endl; }
 
   sched::JobLifecycle jobs_;
+  std::unique_ptr<sched::JobBook> book_;
+  std::deque<sched::JournaledJob> recovered_;  // from the journal, yet to run
+  Clock::time_point started_;
+  Clock::time_point expired_;  // the last Expire
   sched::MetricsQueries queries_;
 };
 
 }  // namespace
 
-caf::actor SpawnScheduler(caf::actor_system& system, std::shared_ptr<NodeContext> ctx) {
-  return system.spawn<SchedulerActor, caf::lazy_init>(std::move(ctx));
+caf::actor SpawnScheduler(caf::actor_system& system, std::shared_ptr<NodeContext> ctx,
+                          std::unique_ptr<scheduling::JobBook> book, std::vector<scheduling::JournaledJob> recovered) {
+  return system.spawn<SchedulerActor, caf::lazy_init>(std::move(ctx), std::move(book), std::move(recovered));
 }
 
 }  // namespace troupe::actors

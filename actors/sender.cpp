@@ -1,5 +1,8 @@
 #include "actors/sender.h"
 
+#include <caf/send.hpp>
+
+#include "actors/local_messages.h"
 #include "messages/envelope_codec.h"
 
 namespace troupe::actors {
@@ -44,6 +47,11 @@ Status Sender::ToNode(const std::string& node_id, const std::string& endpoint, v
 }
 
 Status Sender::Reply(const Origin& to, v1::Envelope envelope) {
+  if (to.link == kJobBookLink) {
+    if (!ctx_->scheduler) return Status::NotFound("node '" + ctx_->node_id + "' runs no scheduler for job output");
+    caf::anon_send(ctx_->scheduler, JobOutput{std::move(envelope)});
+    return Status::Ok();
+  }
   if (to.link == 0) return Local(std::move(envelope), at::Tensor());
   return Deliver(to.link, to.peer, std::move(envelope), at::Tensor());
 }

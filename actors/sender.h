@@ -34,7 +34,8 @@ class Sender {
   // Sends `envelope` to node `node_id` at `endpoint` (a local actor when the
   // node is this one).
   Status ToNode(const std::string& node_id, const std::string& endpoint, v1::Envelope envelope);
-  // Answers whoever `to` names (a listener peer, a connection, or a local actor).
+  // Answers whoever `to` names (a listener peer, a connection, a local actor,
+  // or — Origin{kJobBookLink} — a job's watchers, through the scheduler's job book).
   Status Reply(const Origin& to, v1::Envelope envelope);
 
   bool HasQueued() const { return outbound_.HasQueued(); }

@@ -1,5 +1,7 @@
 #include "actors/shard_actor.h"
 
+#include <iostream>
+
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/cat.h>
 
@@ -100,6 +102,7 @@ class ShardActor : public StageActor {
                                          ", the session wants " + o.model_fingerprint());
     }
     if (id == 0) return refuse(v1::BAD_REQUEST, "session id 0 is not a session");
+    DropOrphans(id >> 32);
     if (sessions_.count(id)) return refuse(v1::SESSION_EXISTS, "session " + std::to_string(id) + " is already open");
     const int64_t max_positions = decoder_->config().max_positions;
     if (o.max_length() == 0 || o.max_length() > max_positions) {
@@ -153,6 +156,27 @@ class ShardActor : public StageActor {
     opened->set_node_id(ctx_->node_id);
     opened->set_copied(copied);
     Sent(sender_.Reply(from, std::move(reply)));
+  }
+
+  // Session ids carry their head's incarnation in their high 32 bits (random
+  // at each head start). A session of a new incarnation means the head that
+  // opened the others is gone (killed and started again): their caches are
+  // orphans that no step will ever reach — the new head runs their jobs again
+  // from its journal — so they are closed now rather than at the idle timeout.
+  void DropOrphans(uint64_t incarnation) {
+    if (incarnation == incarnation_) return;
+    const bool first = incarnation_ == kNoIncarnation;
+    incarnation_ = incarnation;
+    if (first) return;
+    std::vector<uint64_t> orphans;
+    for (const auto& [sid, session] : sessions_) {
+      if (sid >> 32 != incarnation) orphans.push_back(sid);
+    }
+    for (uint64_t sid : orphans) Close(sid);
+    if (!orphans.empty()) {
+      std::cerr << "troupe node " << ctx_->node_id << ": a new head opens sessions; closed " << orphans.size()
+                << " session(s) of the one before it" << std::endl;
+    }
   }
 
   // Evicts parked caches, least recently used first, until `bytes` more fit
@@ -447,6 +471,8 @@ class ShardActor : public StageActor {
   uint64_t in_use_ = 0;  // bytes of all sessions' caches, parked ones included
   uint64_t parked_ = 0;  // bytes of parked caches
   size_t parked_sessions_ = 0;
+  static constexpr uint64_t kNoIncarnation = ~uint64_t{0};
+  uint64_t incarnation_ = kNoIncarnation;  // of the head whose sessions this shard holds
   std::deque<StepMessage> pending_;
   bool flush_scheduled_ = false;
 };

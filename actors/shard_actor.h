@@ -5,6 +5,9 @@
 //                                 against the cache budget; answer
 //                                 SessionOpened, or Error CACHE_FULL /
 //                                 SESSION_EXISTS / WRONG_MODEL / BAD_REQUEST
+//                                 (a session of a new head incarnation — the
+//                                 high 32 bits of its id — first closes every
+//                                 session of the old one: orphans)
 //   WireMessage{session_close}    free the session's cache (unknown: ignored)
 //   WireMessage{metrics_query}    answer this node's MetricsSnapshot
 //   StepMessage                   hidden states [token_count, hidden] of one

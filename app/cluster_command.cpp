@@ -55,6 +55,10 @@ void RegisterCluster(CLI::App& app) {
   up->add_option("--max-queued-jobs", o->max_queued_jobs, "Jobs waiting for KV cache at most; past that, BUSY")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  up->add_option("--job-retention", o->job_retention_seconds,
+                 "Seconds an ended job's answer stays in the journal (DIR/jobs.db) for submit --attach")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   up->add_flag(
       "--no-prefix-reuse", [o](int64_t) { o->prefix_reuse = false; },
       "Close finished jobs' caches instead of parking them for jobs with the same prompt start");

@@ -20,6 +20,7 @@ void RegisterCluster(CLI::App& app);
 void RegisterSubmit(CLI::App& app);
 void RegisterStatus(CLI::App& app);
 void RegisterSession(CLI::App& app);
+void RegisterJob(CLI::App& app);
 
 int ExitCode();
 void SetExitCode(int code);

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   troupe::app::RegisterSubmit(app);
   troupe::app::RegisterStatus(app);
   troupe::app::RegisterSession(app);
+  troupe::app::RegisterJob(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

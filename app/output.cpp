@@ -60,6 +60,7 @@ void TokenPrinter::Done(const GenerateStats& s, const std::vector<std::pair<std:
       {"cached_tokens", s.cached_tokens},
   };
   for (const auto& [key, value] : extra) j[key] = value;
+  if (job_id_ != 0) j["job_id"] = job_id_;
   std::cout << Dump(j) << "\n" << std::flush;
 }
 

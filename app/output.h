@@ -21,9 +21,12 @@ class TokenPrinter {
   void Token(const TokenEvent& ev);
   // The summary line; `extra` keys follow the documented ones, in order.
   void Done(const GenerateStats& stats, const std::vector<std::pair<std::string, double>>& extra = {});
+  // A cluster job's id, added to the --json summary line as "job_id".
+  void SetJobId(uint64_t job_id) { job_id_ = job_id; }
 
  private:
   bool json_;
+  uint64_t job_id_ = 0;
 };
 
 // Beam search's answer (`generate --num-beams N`): with --json one line per

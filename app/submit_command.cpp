@@ -12,9 +12,20 @@
 // (CACHE_FULL, NO_ROUTE, a dead cluster...) go to stderr with exit code 1.
 // The job endpoint is plain on loopback; elsewhere pass --server-key (and
 // --client-key, a key the head's allowlist knows).
+//
+// Jobs outlive their clients: --job-id ID names the job (submitting the same
+// job with the same id again follows the existing job from its first token,
+// never runs it twice), --priority P orders it among queued jobs, and
+// `--attach JOB` (no prompt) follows a running or ended job from its first
+// token (--from-index N: from token N) — after a head restart too. The --json
+// summary line adds job_id.
+#include <signal.h>
+
 #include <algorithm>
+#include <atomic>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "app/commands.h"
@@ -27,6 +38,9 @@
 namespace troupe::app {
 namespace {
 
+std::atomic<bool> g_stop{false};
+void OnStopSignal(int) { g_stop = true; }
+
 struct SubmitFlags {
   std::string endpoint;
   PromptRequest prompt;
@@ -38,9 +52,14 @@ struct SubmitFlags {
   std::string session;
   bool keep = false;
   int64_t max_length = 0;
+  uint64_t job_id = 0;
+  int32_t priority = 0;
+  uint64_t attach = 0;
+  uint32_t from_index = 0;
 };
 
 void RunSubmit(const SubmitFlags& f) {
+  if (f.attach == 0 && f.prompt.prompt.empty()) return Fail("--prompt is required (or --attach JOB)");
   if (Status st = f.params.Validate(); !st.ok()) return Fail(st.ToString());
   client::JobClientOptions options;
   options.endpoint = f.endpoint;
@@ -64,6 +83,8 @@ void RunSubmit(const SubmitFlags& f) {
   job.set_session(f.session);
   job.set_keep(f.keep);
   job.set_max_length(static_cast<uint32_t>(f.max_length));
+  job.set_job_id(f.job_id);
+  job.set_priority(f.priority);
   TokenPrinter printer(f.json);
   std::vector<BeamHypothesis> sequences;  // beam search: the returned sequences, printed at the end
   std::vector<std::string> texts;
@@ -89,12 +110,30 @@ void RunSubmit(const SubmitFlags& f) {
     std::cerr << "troupe: job " << queued.job_id() << " waits for KV cache (" << queued.queue_position()
               << " queued jobs ahead)" << std::endl;
   };
-  auto finish = (*client)->Run(job, on_token, on_queued);
-  if (!finish.ok()) return Fail(finish.status().message());
+  // Ctrl-C (or SIGTERM) cancels a submitted job; a client killed outright
+  // leaves it running (attach to it later). --attach only watches: the
+  // signal's default ends this process, not the job.
+  if (f.attach == 0) {
+    struct sigaction sa {};
+    sa.sa_handler = OnStopSignal;
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+  }
+  auto accepted = f.attach != 0 ? (*client)->Follow(f.attach, f.from_index) : (*client)->Submit(job);
+  if (!accepted.ok()) return Fail(accepted.status().message());
+  std::optional<v1::Finish> finish;
+  while (!finish) {
+    auto ev = (*client)->Next([] { return g_stop.load(); });
+    if (!ev.ok()) return Fail(ev.status().message());
+    if (ev->has_token) on_token(ev->token);
+    if (ev->has_queued) on_queued(ev->queued);
+    if (ev->has_finish) finish = std::move(ev->finish);
+  }
   if (!sequences.empty()) PrintBeamSequences(f.json, sequences, texts);
   GenerateStats stats;
   stats.prompt_tokens = finish->prompt_tokens();
   stats.cached_tokens = finish->cached_tokens();
+  printer.SetJobId(finish->job_id());
   stats.generated_tokens = finish->generated_tokens();
   stats.decode_steps = finish->decode_steps();
   stats.prefill_seconds = finish->first_token_seconds();
@@ -113,7 +152,7 @@ void RegisterSubmit(CLI::App& app) {
   auto flags = std::make_shared<SubmitFlags>();
   CLI::App* cmd = app.add_subcommand("submit", "Send a job to a cluster and stream the answer");
   cmd->add_option("--endpoint", flags->endpoint, "The head's job endpoint, e.g. tcp://127.0.0.1:5600")->required();
-  cmd->add_option("--prompt", flags->prompt.prompt, "Prompt text")->required();
+  cmd->add_option("--prompt", flags->prompt.prompt, "Prompt text (required unless --attach)");
   cmd->add_flag("--chat", flags->prompt.chat, "Apply the model's chat template");
   cmd->add_option("--system", flags->prompt.system, "System message (with --chat)");
   AddSamplingFlags(cmd, &flags->params);
@@ -126,6 +165,13 @@ void RegisterSubmit(CLI::App& app) {
   cmd->add_option("--max-length", flags->max_length,
                   "With --keep: positions the session reserves (default: the head's kept_session_max_length)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  cmd->add_option("--job-id", flags->job_id,
+                  "Name the job (a repeated submit of the same job follows it, never runs it twice)")
+      ->check(CLI::Range(uint64_t{1}, ~uint64_t{0}));
+  cmd->add_option("--priority", flags->priority, "Among queued jobs, higher goes first (default 0)");
+  cmd->add_option("--attach", flags->attach, "Follow job JOB (running or ended) from its first token; no prompt")
+      ->check(CLI::Range(uint64_t{1}, ~uint64_t{0}));
+  cmd->add_option("--from-index", flags->from_index, "With --attach: start at this token")->needs("--attach");
   cmd->add_option("--timeout", flags->timeout_s, "Give up after this many seconds without an answer")
       ->capture_default_str();
   cmd->callback([flags] { RunSubmit(*flags); });

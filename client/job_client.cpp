@@ -119,6 +119,43 @@ Result<v1::Finish> JobClient::Run(const v1::JobSubmit& job, const std::function<
   }
 }
 
+Result<v1::Finish> JobClient::Attach(uint64_t job_id, uint32_t from_index,
+                                     const std::function<void(const v1::Token&)>& on_token,
+                                     const std::function<void(const v1::JobStatus&)>& on_queued) {
+  TROUPE_RETURN_IF_ERROR(Follow(job_id, from_index).status());
+  while (true) {
+    TROUPE_ASSIGN_OR_RETURN(Event ev, Next(nullptr));
+    if (ev.has_finish) return std::move(ev.finish);
+    if (ev.has_token && on_token) on_token(ev.token);
+    if (ev.has_queued && on_queued) on_queued(ev.queued);
+  }
+}
+
+Result<v1::JobStatus> JobClient::JobStatusOf(uint64_t job_id) {
+  Impl& m = *impl_;
+  const uint64_t request = m.next_request++;
+  v1::Envelope env = NewEnvelope(request);
+  env.mutable_job_status_query()->set_job_id(job_id);
+  TROUPE_RETURN_IF_ERROR(m.Send(env));
+  TROUPE_ASSIGN_OR_RETURN(v1::Envelope answer, m.Receive(request, m.options.first_reply_ms));
+  if (answer.has_error()) return StatusFromError(answer.error());
+  if (!answer.has_job_status()) return Status::Corrupt("unexpected answer to a job status query");
+  return answer.job_status();
+}
+
+Result<v1::JobStatus> JobClient::CancelJob(uint64_t job_id) {
+  Impl& m = *impl_;
+  const uint64_t request = m.next_request++;
+  v1::Envelope env = NewEnvelope(request);
+  env.mutable_job_cancel()->set_job_id(job_id);
+  TROUPE_RETURN_IF_ERROR(m.Send(env));
+  while (true) {
+    TROUPE_ASSIGN_OR_RETURN(v1::Envelope answer, m.Receive(request, m.options.first_reply_ms));
+    if (answer.has_job_status()) return answer.job_status();
+    if (answer.has_error() && answer.request_id() == request) return StatusFromError(answer.error());
+  }
+}
+
 Result<v1::MetricsSnapshot> JobClient::Metrics() {
   Impl& m = *impl_;
   const uint64_t request = m.next_request++;
@@ -195,6 +232,29 @@ Result<uint64_t> JobClient::Submit(const v1::JobSubmit& job) {
         return Status::Corrupt("a job finished before it was accepted");
       default: break;
     }
+  }
+}
+
+Result<uint64_t> JobClient::Follow(uint64_t job_id, uint32_t from_index) {
+  Impl& m = *impl_;
+  if (m.job_running) return Status::Internal("a job is running on this client already");
+  m.job_request = m.next_request++;
+  m.job_id = 0;
+  m.next_index = from_index;
+  v1::Envelope env = NewEnvelope(m.job_request);
+  v1::JobAttach* a = env.mutable_job_attach();
+  a->set_job_id(job_id);
+  a->set_stream(true);
+  a->set_from_index(from_index);
+  TROUPE_RETURN_IF_ERROR(m.Send(env));
+  while (true) {
+    TROUPE_ASSIGN_OR_RETURN(v1::Envelope answer, m.Receive(m.job_request, m.options.first_reply_ms));
+    if (answer.has_job_status()) {
+      m.job_id = answer.job_status().job_id();
+      m.job_running = true;
+      return m.job_id;
+    }
+    if (answer.has_error()) return StatusFromError(answer.error());
   }
 }
 

@@ -14,8 +14,8 @@
 // ("CACHE_FULL: shard 'shard-1' ..."); no answer in time as kDeadlineExceeded
 // naming the endpoint; a wait its caller gave up as kCancelled.
 // Thread-safety: one thread at a time.
-// Dropping a client mid-job also ends its job: the head sees the client
-// go (PeerGone) and cancels it.
+// Dropping a client mid-job does not end its job (the head keeps it and its
+// answer for Attach); Cancel or CancelJob does.
 #pragma once
 
 #include <functional>
@@ -57,6 +57,19 @@ class JobClient {
   // (as a Status carrying it) when there is no such live session.
   Status CloseKeptSession(const std::string& name);
 
+  // Re-attaches to job `job_id` (running, queued, or ended within the head's
+  // retention window; after a head restart too) and follows it as Run does:
+  // every Token from `from_index` on — those generated so far at once — then
+  // its Finish. UNKNOWN_JOB when the head does not know the job.
+  Result<v1::Finish> Attach(uint64_t job_id, uint32_t from_index, const std::function<void(const v1::Token&)>& on_token,
+                            const std::function<void(const v1::JobStatus&)>& on_queued = nullptr);
+  // Job `job_id`'s JobStatus: state, queue position, tokens so far, and how
+  // it ended. UNKNOWN_JOB as above.
+  Result<v1::JobStatus> JobStatusOf(uint64_t job_id);
+  // Cancels job `job_id` (any client's) and returns its JobStatus after: JOB_ABORTED, or how it
+  // had ended already. UNKNOWN_JOB as above.
+  Result<v1::JobStatus> CancelJob(uint64_t job_id);
+
   // The same job step by step (the HTTP front end, which must know whether a
   // job was accepted before it answers, and must stop a job whose client
   // left). One job at a time per client.
@@ -64,6 +77,8 @@ class JobClient {
   // Submit sends `job` and waits for the head's first answer: the job id
   // once accepted, else the refusal (as Run reports errors).
   Result<uint64_t> Submit(const v1::JobSubmit& job);
+  // As Submit, for JobAttach: follows job `job_id` from token `from_index`.
+  Result<uint64_t> Follow(uint64_t job_id, uint32_t from_index);
   // The next Token of the submitted job (token set), a JOB_QUEUED notice
   // (queued set: it waits for KV cache, queued.queue_position jobs ahead), the
   // prompt's logprobs (prompt_logprobs set; SamplingParams.prompt_logprobs), or

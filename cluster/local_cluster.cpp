@@ -146,7 +146,27 @@ Result<std::unique_ptr<LocalCluster>> LocalCluster::Start(const ClusterOptions& 
   return cluster;
 }
 
+Status LocalCluster::RestartHead() {
+  ClusterNode& head = nodes_.front();
+  const std::string config_path = dir_ + "/" + head.id + ".yaml";
+  TROUPE_ASSIGN_OR_RETURN(NodeConfig c, LoadNodeConfig(config_path));
+  // The same endpoints: the shards and clients know them.
+  c.listen = head.node_endpoint;
+  c.job_listen = head.job_endpoint;
+  if (head.http_port > 0) c.http_listen = "127.0.0.1:" + std::to_string(head.http_port);
+  TROUPE_RETURN_IF_ERROR(WriteAtomically(config_path, NodeConfigToYaml(c)));
+  std::error_code ec;
+  fs::remove(c.ready_file, ec);
+  TROUPE_ASSIGN_OR_RETURN(head.pid, SpawnChild({options_.troupe_binary, "node", "--config", config_path},
+                                               {{"GOMP_SPINCOUNT", "1000"}}, dir_ + "/logs/" + head.id + ".log"));
+  const Clock::time_point deadline =
+      Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(options_.ready_timeout_seconds * 1000));
+  TROUPE_RETURN_IF_ERROR(WaitReady(head, c.ready_file, dir_ + "/logs/" + head.id + ".log", deadline));
+  return WriteClusterJson(options_);
+}
+
 Status LocalCluster::Launch(const ClusterOptions& o) {
+  options_ = o;
   if (o.shards < 1 || o.replicas < 1) return Status::InvalidArgument("--shards and --replicas must be at least 1");
   std::error_code ec;
   const std::string model = fs::weakly_canonical(o.model, ec).string();
@@ -202,6 +222,8 @@ Status LocalCluster::Launch(const ClusterOptions& o) {
     c.kept_session_ttl_seconds = o.kept_session_ttl_seconds;
     c.prefix_reuse = o.prefix_reuse;
     c.max_queued_jobs = o.max_queued_jobs;
+    if (n.head) c.job_journal = dir_ + "/jobs.db";
+    c.job_retention_seconds = o.job_retention_seconds;
     c.listen = Endpoint(o.base_port, n.head ? 0 : 1 + index);
     c.job_listen = Endpoint(o.base_port, 1);
     if (n.head && o.http_port >= 0) c.http_listen = "127.0.0.1:" + std::to_string(o.http_port);
@@ -353,9 +375,15 @@ int RunClusterUp(const ClusterOptions& options) {
         std::cerr << "troupe: cluster up: " << dead << std::endl;
         continue;
       }
-      std::cerr << "troupe: cluster up: " << dead << "; stopping the cluster" << std::endl;
-      code = 1;
-      break;
+      std::cerr << "troupe: cluster up: " << dead << "; starting it again" << std::endl;
+      if (Status st = c.RestartHead(); !st.ok()) {
+        std::cerr << "troupe: cluster up: the head did not start again: " << st.ToString() << "; stopping the cluster"
+                  << std::endl;
+        code = 1;
+        break;
+      }
+      std::cerr << "troupe: cluster up: the head runs again (pid " << c.nodes().front().pid
+                << "); its journal brings back the jobs it had accepted" << std::endl;
     }
   }
   c.Stop();

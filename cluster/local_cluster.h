@@ -59,6 +59,7 @@ struct ClusterOptions {
   double kept_session_ttl_seconds = 300;  // the head's; see node_config.h
   bool prefix_reuse = true;               // the head's; see node_config.h
   int64_t max_queued_jobs = 1024;         // the head's; see node_config.h
+  double job_retention_seconds = 3600;    // the head's; see node_config.h (its journal: DIR/jobs.db)
   double ready_timeout_seconds = 180;
   std::string troupe_binary;  // this executable
 };
@@ -90,11 +91,17 @@ class LocalCluster {
   const std::vector<ClusterNode>& nodes() const { return nodes_; }
   // Empty while all nodes run; else which node stopped and how.
   std::string CheckChildren();
+  // Starts the head again after it died, on the same endpoints and with the
+  // same journal (DIR/jobs.db: the jobs it had accepted run again), and
+  // rewrites cluster.json (its new pid). Fails naming the log when it does
+  // not come up within the ready timeout.
+  Status RestartHead();
 
  private:
   LocalCluster() = default;
   Status Launch(const ClusterOptions& options);
   Status WriteClusterJson(const ClusterOptions& options) const;
+  ClusterOptions options_;
   std::string dir_;
   std::vector<ClusterNode> nodes_;  // head first
   bool stopped_ = false;
@@ -102,7 +109,9 @@ class LocalCluster {
 
 // `troupe cluster up`: Start, print the job endpoint (one line on stdout),
 // serve until SIGINT/SIGTERM, Stop. A shard that dies is reported (its
-// replicas carry on); when the head dies the cluster stops with exit code 1.
+// replicas carry on); a head that dies is started again (RestartHead; its
+// journal brings back the jobs it had accepted) — when that fails, the
+// cluster stops with exit code 1.
 int RunClusterUp(const ClusterOptions& options);
 
 }  // namespace troupe::cluster

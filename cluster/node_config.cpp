@@ -66,6 +66,8 @@ const std::set<std::string> kTopKeys = {"id",
                                         "kept_session_max_length",
                                         "prefix_reuse",
                                         "max_queued_jobs",
+                                        "job_journal",
+                                        "job_retention_seconds",
                                         "max_batch_sessions",
                                         "endpoints",
                                         "security",
@@ -162,6 +164,13 @@ Result<NodeConfig> ParseNodeConfig(const std::string& text, const std::string& b
   TROUPE_RETURN_IF_ERROR(Read(root, "kept_session_max_length", &c.kept_session_max_length, what));
   TROUPE_RETURN_IF_ERROR(Read(root, "prefix_reuse", &c.prefix_reuse, what));
   TROUPE_RETURN_IF_ERROR(Read(root, "max_queued_jobs", &c.max_queued_jobs, what));
+  TROUPE_RETURN_IF_ERROR(Read(root, "job_journal", &c.job_journal, what));
+  if (!c.job_journal.empty()) {
+    if (!c.head) return Status::InvalidArgument(what + ": job_journal: only a head journals jobs");
+    c.job_journal = Resolve(base_dir, c.job_journal);
+  }
+  TROUPE_RETURN_IF_ERROR(Read(root, "job_retention_seconds", &c.job_retention_seconds, what));
+  if (c.job_retention_seconds < 0) return Status::InvalidArgument(what + ": job_retention_seconds: must be >= 0");
   if (c.max_queued_jobs < 0) return Status::InvalidArgument(what + ": max_queued_jobs: must be >= 0");
   if (c.kept_session_max_length < 1) return Status::InvalidArgument(what + ": kept_session_max_length: must be >= 1");
   TROUPE_RETURN_IF_ERROR(Read(root, "max_batch_sessions", &c.max_batch_sessions, what));
@@ -255,6 +264,8 @@ std::string NodeConfigToYaml(const NodeConfig& c) {
     out << YAML::Key << "kept_session_max_length" << YAML::Value << c.kept_session_max_length;
     out << YAML::Key << "prefix_reuse" << YAML::Value << c.prefix_reuse;
     out << YAML::Key << "max_queued_jobs" << YAML::Value << c.max_queued_jobs;
+    if (!c.job_journal.empty()) out << YAML::Key << "job_journal" << YAML::Value << c.job_journal;
+    out << YAML::Key << "job_retention_seconds" << YAML::Value << c.job_retention_seconds;
   }
   if (c.max_batch_sessions > 0) out << YAML::Key << "max_batch_sessions" << YAML::Value << c.max_batch_sessions;
   out << YAML::Key << "endpoints" << YAML::Value << YAML::BeginMap;

@@ -18,6 +18,10 @@
 //                                   # (keep it below the shards' idle_timeout_seconds)
 //   kept_session_max_length: 2048   # head: positions a kept session reserves unless its job says
 //   max_queued_jobs: 1024           # head: jobs waiting for KV cache at most; past that BUSY
+//   job_journal: /var/lib/troupe/jobs.db  # head: the SQLite journal of accepted jobs
+//                                   # (scheduling/job_journal.h); absent = in memory,
+//                                   # nothing survives a restart
+//   job_retention_seconds: 3600     # head: how long an ended job stays to attach to
 //   prefix_reuse: true              # head: park finished jobs' caches on the shards; a job
 //                                   # whose prompt starts the same copies them (evicted LRU)
 //   endpoints:
@@ -79,6 +83,8 @@ struct NodeConfig {
   int max_batch_sessions = 0;
   double step_timeout_seconds = 120;
   double kept_session_ttl_seconds = 300;
+  std::string job_journal;              // head: path of the job journal; empty = in memory
+  double job_retention_seconds = 3600;  // head: ended jobs kept this long for attach
   int64_t kept_session_max_length = 2048;
   bool prefix_reuse = true;
   int64_t max_queued_jobs = 1024;

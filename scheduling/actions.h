@@ -97,6 +97,14 @@ struct Log {
 using Action = std::variant<Reply, ToNode, SessionStart, SessionMove, SessionResume, SessionDrop, Prefill, Log>;
 using Actions = std::vector<Action>;
 
+// What a JobStatus says of a live job beyond the job book (job_book.h): the
+// life cycle's state (JOB_QUEUED or JOB_RUNNING), queue position and session.
+struct LiveState {
+  v1::JobState state = v1::JOB_RUNNING;
+  uint32_t queue_position = 0;
+  uint64_t session_id = 0;
+};
+
 // A JobStatus envelope answering request `request_id`; `queue_position` (the
 // queued jobs ahead of this one) is sent with JOB_QUEUED only.
 v1::Envelope JobStatusReply(uint64_t request_id, uint64_t job_id, v1::JobState state, uint64_t session_id,

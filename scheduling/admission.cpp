@@ -86,6 +86,7 @@ WireResult<AdmittedJob> Admit(const v1::JobSubmit& submit, const Tokenize& token
   job.params = std::move(*params);
   job.seed_given = submit.sampling().has_seed();
   job.stream = submit.stream();
+  job.priority = submit.priority();
   job.session = submit.session();
   job.keep = submit.keep();
   job.max_length = submit.max_length();

@@ -49,6 +49,7 @@ struct AdmittedJob {
   // A chat continuation: the prompt begins by closing the previous
   // assistant turn (its end-of-turn token), which the session may hold already.
   bool chat_continuation = false;
+  int32_t priority = 0;  // among queued jobs, higher goes first
 };
 
 struct AdmissionLimits {

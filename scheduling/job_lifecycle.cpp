@@ -49,26 +49,21 @@ v1::Error JobLifecycle::HeadError(v1::ErrorCode code, const std::string& text, u
 
 // ------------------------------------------------------------------ submit
 
-uint64_t JobLifecycle::TakeJobId(uint64_t asked) {
-  if (asked != 0 && !job_sessions_.count(asked)) return asked;
-  while (job_sessions_.count(++next_job_)) {
-  }
-  return next_job_;
+std::optional<v1::Error> JobLifecycle::Refusal(Clock::time_point now) {
+  if (QueueDepth() >= config_.max_queued) return Busy();  // jobs already wait: this one would too, past the bound
+  if (registry_.Routable(config_.n_layers, now)) return std::nullopt;
+  Result<std::vector<Span>> spans = registry_.Route(config_.n_layers, now);  // which layers lack a node
+  v1::Error e = HeadError(v1::NO_ROUTE, spans.ok() ? "no route" : spans.status().message(), 0);
+  e.clear_session_id();
+  return e;
 }
 
 Actions JobLifecycle::Submit(uint64_t job_id, const Origin& client, uint64_t request_id, AdmittedJob admitted,
                              Clock::time_point now) {
   Actions out;
-  if (QueueDepth() >= config_.max_queued) {  // jobs already wait: this one would too, past the bound
-    v1::Envelope busy = NewEnvelope(request_id);
-    *busy.mutable_error() = Busy(0);
-    busy.mutable_error()->set_job_id(job_id);
-    busy.mutable_error()->clear_session_id();
-    out.push_back(Reply{client, std::move(busy)});
-    return out;
-  }
   Job job;
   job.job_id = job_id;
+  job.priority = admitted.priority;
   job.request_id = request_id;
   job.client = client;
   job.stream = admitted.stream;
@@ -342,16 +337,6 @@ Actions JobLifecycle::Cancel(const Origin& from, uint64_t request_id, uint64_t j
   return out;
 }
 
-Actions JobLifecycle::ClientGone(const Origin& client, Clock::time_point now) {
-  Actions out;
-  std::vector<uint64_t> gone;
-  for (const auto& [sid, job] : jobs_) {
-    if (job.client == client) gone.push_back(sid);
-  }
-  for (uint64_t sid : gone) Fail(sid, HeadError(v1::CANCELLED, "the client went away", sid), now, out);
-  return out;
-}
-
 Actions JobLifecycle::Shutdown() {
   Actions out;
   // Nobody waits in vain: every job still running gets an answer.
@@ -480,17 +465,20 @@ void JobLifecycle::CloseRoute(uint64_t session_id, const std::vector<v1::RouteHo
 // try (on every close and tick; replicas take turns on each try).
 size_t JobLifecycle::QueueDepth() const {
   size_t n = 0;
-  for (const auto& [sid, job] : jobs_) n += job.state == JobState::kQueued;
+  for (const auto& [sid, job] : jobs_) {
+    n += job.state == JobState::kQueued || (job.state == JobState::kOpening && !job.sampler_holds);
+  }
   return n;
 }
 
-v1::Error JobLifecycle::Busy(uint64_t session_id) const {
+v1::Error JobLifecycle::Busy() const {
   const size_t depth = QueueDepth();
   v1::Error e = HeadError(v1::BUSY,
                           "the head's queue is full: " + std::to_string(depth) + " jobs wait for KV cache (at most " +
                               std::to_string(config_.max_queued) + "); retry in " +
                               std::to_string(Seconds(config_.busy_retry)) + " s",
-                          session_id);
+                          0);
+  e.clear_session_id();
   e.set_retryable(true);
   e.set_queue_depth(static_cast<uint32_t>(depth));
   e.set_retry_after_seconds(std::chrono::duration<double>(config_.busy_retry).count());
@@ -498,10 +486,6 @@ v1::Error JobLifecycle::Busy(uint64_t session_id) const {
 }
 
 void JobLifecycle::Enqueue(Job& job, const v1::Error& why, Clock::time_point now, Actions& out) {
-  // A job with answers under way (rerouting) is never refused: it keeps its turn past the bound.
-  if (!job.queued_since && !job.sampler_holds && QueueDepth() >= config_.max_queued) {
-    return End(job.session_id, Busy(job.session_id), now, out);
-  }
   CloseOnShards(job, out);
   job.state = JobState::kQueued;
   job.waiting.clear();
@@ -519,25 +503,31 @@ void JobLifecycle::NoticeQueued(Job& job, Clock::time_point now, Actions& out) {
                       JobStatusReply(job.request_id, job.job_id, v1::JOB_QUEUED, job.session_id, QueuePosition(job))});
 }
 
-// Queued jobs that are older than `job` (each gets its try before it).
+bool JobLifecycle::Before(const Job& a, const Job& b) {
+  return std::make_tuple(-static_cast<int64_t>(a.priority), *a.queued_since, a.session_id) <
+         std::make_tuple(-static_cast<int64_t>(b.priority), *b.queued_since, b.session_id);
+}
+
+// Queued jobs whose turn comes before `job`'s (higher priority, or as high and older).
 uint32_t JobLifecycle::QueuePosition(const Job& job) const {
   uint32_t ahead = 0;
   for (const auto& [sid, other] : jobs_) {
     if (sid == job.session_id || !other.queued_since || other.state == JobState::kRunning) continue;
-    if (std::tie(*other.queued_since, sid) < std::tie(*job.queued_since, job.session_id)) ++ahead;
+    if (Before(other, job)) ++ahead;
   }
   return ahead;
 }
 
-// Gives the oldest queued job its next try, unless a queued job is trying now.
+// Gives the first queued job (by priority, then age) its next try, unless a
+// queued job is trying now.
 void JobLifecycle::DispatchQueued(Clock::time_point now, Actions& out) {
-  const Job* oldest = nullptr;
+  const Job* first = nullptr;
   for (const auto& [sid, job] : jobs_) {
     if (!job.queued_since || job.state == JobState::kRunning) continue;
     if (job.state != JobState::kQueued) return;  // one try at a time
-    if (!oldest || *job.queued_since < *oldest->queued_since) oldest = &job;
+    if (!first || Before(job, *first)) first = &job;
   }
-  if (oldest) Dispatch(oldest->session_id, v1::NO_ROUTE, "", now, out);
+  if (first) Dispatch(first->session_id, v1::NO_ROUTE, "", now, out);
 }
 
 // Sends job `sid` (queued, or rerouted) down a fresh route as a new session;
@@ -677,20 +667,12 @@ Actions JobLifecycle::Tick(Clock::time_point now) {
 
 // ----------------------------------------------------------------- queries
 
-Actions JobLifecycle::Status(const Origin& from, uint64_t request_id, uint64_t job_id) const {
-  Actions out;
+std::optional<LiveState> JobLifecycle::Live(uint64_t job_id) const {
   auto it = job_sessions_.find(job_id);
-  if (it == job_sessions_.end()) {
-    out.push_back(UnknownJob(from, request_id, job_id));
-    return out;
-  }
+  if (it == job_sessions_.end()) return std::nullopt;
   const Job& job = jobs_.at(it->second);
-  const Reply reply =
-      job.state == JobState::kQueued
-          ? Reply{from, JobStatusReply(request_id, job_id, v1::JOB_QUEUED, job.session_id, QueuePosition(job))}
-          : Reply{from, JobStatusReply(request_id, job_id, v1::JOB_RUNNING, job.session_id)};
-  out.push_back(reply);
-  return out;
+  if (job.state == JobState::kQueued) return LiveState{v1::JOB_QUEUED, QueuePosition(job), job.session_id};
+  return LiveState{v1::JOB_RUNNING, 0, job.session_id};
 }
 
 std::optional<JobState> JobLifecycle::StateOf(uint64_t job_id) const {

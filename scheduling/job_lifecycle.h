@@ -38,17 +38,20 @@
 // never fired there, now does):
 // * Open timeout: a round of SessionOpen unanswered for `open_timeout` (30 s)
 //   fails the job TIMEOUT naming the silent nodes.
-// * Bounded queue: with `max_queued` jobs waiting, a new job is refused BUSY
-//   (retryable, with the queue depth and a retry hint), and so is a job that
-//   would join the queue; jobs already in it keep their place.
+// * Bounded queue: with `max_queued` jobs waiting — queued for cache, or
+//   opening for the first time — Refusal answers BUSY (retryable, with the
+//   queue depth and a retry hint) for a new job, which the head then does
+//   not accept. An accepted job is never refused for want of room in the
+//   queue: it keeps its turn past the bound.
 // * Queue: a retryable CACHE_FULL while opening (or rerouting) closes this
 //   round's sessions and queues the job; another shard's CACHE_FULL of the same
 //   round and late SessionOpened for it are ignored. Queued jobs get their next
-//   try oldest first, one try at a time, on every close and tick; each try
-//   asks the registry for a route (replicas take turns). A job queued longer
+//   try by priority (higher first), then oldest first, one try at a time, on
+//   every close and tick; each try asks the registry for a route (replicas
+//   take turns). A job queued longer
 //   than `queue_timeout` (10 min) fails CACHE_FULL; meanwhile its client gets
 //   JOB_QUEUED at least every `queue_notice` (10 s), with its queue position
-//   (the queued jobs older than it: 0 = next).
+//   (the queued jobs whose turn comes before its own: 0 = next).
 // * Node down: jobs whose route has the node (queued ones excepted: they hold
 //   nothing) go on over a route without it; a job that holds a sampler copy
 //   moves it (SessionMove) and resumes it once every new shard is open
@@ -58,8 +61,9 @@
 //   nothing; a learned node leaves the registry until it announces again.
 // * Ids: session ids count up from `first_session_id` (random in the head, so
 //   a restarted head does not reuse ids its shards may still hold); job ids
-//   are the client's when free, else the next free one. A job without a seed
-//   gets Mix64(its first session id). A session reserves
+//   are given (the head's job book, job_book.h, chooses them). A job without a
+//   seed gets Mix64(its first session id) (the head's jobs always have one:
+//   the book journals it). A session reserves
 //   min(max_positions, prompt + max_tokens) cache positions.
 //
 // Kept sessions (kept_sessions.h): a job with `keep` opens a named session
@@ -77,7 +81,7 @@
 // would not leave room for one new token is refused (SESSION_FULL). A session
 // idle for `kept_ttl` expires; ClosedKept closes one at once (cancelling its
 // job). A node lost closes what bound sessions held on the survivors and
-// unbinds them. Clients leaving do not end kept sessions.
+// unbinds them.
 //
 // Prefix reuse (reusable_caches.h): a job that ends well parks its shard
 // session instead of closing it (SessionClose with park) and its tokens go
@@ -160,12 +164,14 @@ class JobLifecycle {
 
   // ----------------------------------------------------------- inputs
 
-  // The id a JobSubmit gets: `asked` when non-zero and no live job has it,
-  // else the next free one. Call before Admit so refusals name the job.
-  uint64_t TakeJobId(uint64_t asked);
+  // Why a new job cannot be accepted now: BUSY (the queue holds
+  // `max_queued` jobs) or NO_ROUTE (no live node serves some layer); nullopt
+  // when it can. The error names no job or session.
+  std::optional<v1::Error> Refusal(Clock::time_point now);
 
-  // An admitted job: NO_ROUTE to the client when the registry has none;
-  // else JobStatus RUNNING and SessionOpen to every shard (kOpening).
+  // An admitted job (`job_id` free): NO_ROUTE to the client when the
+  // registry has none; else JobStatus RUNNING and SessionOpen to every shard
+  // (kOpening).
   Actions Submit(uint64_t job_id, const Origin& client, uint64_t request_id, AdmittedJob job, Clock::time_point now);
 
   // A shard reserved its cache, having copied `copied` positions of the
@@ -199,12 +205,6 @@ class JobLifecycle {
   // UNKNOWN_JOB to `from` when there is no such job.
   Actions Cancel(const Origin& from, uint64_t request_id, uint64_t job_id, Clock::time_point now);
 
-  // JobStatus (QUEUED while kQueued, else RUNNING) or UNKNOWN_JOB.
-  Actions Status(const Origin& from, uint64_t request_id, uint64_t job_id) const;
-
-  // `client` left: each of its jobs ends CANCELLED.
-  Actions ClientGone(const Origin& client, Clock::time_point now);
-
   // Node `node_id` is gone (`how`: "disconnected", "stopped answering ...").
   Actions NodeDown(const std::string& node_id, const std::string& how, Clock::time_point now);
 
@@ -222,6 +222,9 @@ class JobLifecycle {
   std::optional<JobState> StateOf(uint64_t job_id) const;
   // The job's current session id, 0 for none.
   uint64_t SessionOf(uint64_t job_id) const;
+  // JOB_QUEUED (with its queue position) while kQueued, else JOB_RUNNING, and
+  // its session; nullopt for a job it does not run.
+  std::optional<LiveState> Live(uint64_t job_id) const;
   size_t size() const { return jobs_.size(); }
   // Jobs that ever had to wait for cache.
   uint64_t jobs_queued_total() const { return jobs_queued_total_; }
@@ -251,6 +254,7 @@ class JobLifecycle {
     std::string kept;                               // the kept session it runs in, empty for none
     int64_t cached = 0;                             // prompt positions its shard session holds already
     uint64_t copy_from = 0;                         // prefix reuse: the parked session its shards copy from
+    int32_t priority = 0;                           // higher goes first in the queue
   };
 
   void OpenOnShards(Job& job, Clock::time_point now, Actions& out);
@@ -271,11 +275,13 @@ class JobLifecycle {
   void End(uint64_t session_id, const v1::Error& error, Clock::time_point now, Actions& out);
   void Close(uint64_t session_id, Clock::time_point now, Actions& out);
   uint32_t QueuePosition(const Job& job) const;
+  // Whether queued job `a` gets its turn before queued job `b`.
+  static bool Before(const Job& a, const Job& b);
   void Enqueue(Job& job, const v1::Error& why, Clock::time_point now, Actions& out);
-  // Jobs waiting for cache now.
+  // Jobs waiting now: queued for cache, or opening for the first time.
   size_t QueueDepth() const;
   // BUSY: the queue holds max_queued jobs already.
-  v1::Error Busy(uint64_t session_id) const;
+  v1::Error Busy() const;
   void NoticeQueued(Job& job, Clock::time_point now, Actions& out);
   void DispatchQueued(Clock::time_point now, Actions& out);
   void Dispatch(uint64_t session_id, v1::ErrorCode code, const std::string& why, Clock::time_point now, Actions& out);
@@ -290,7 +296,6 @@ class JobLifecycle {
   Registry registry_;
   std::map<uint64_t, Job> jobs_;               // by session id
   std::map<uint64_t, uint64_t> job_sessions_;  // job id -> session id
-  uint64_t next_job_ = 0;
   uint64_t next_session_ = 0;
   uint64_t jobs_queued_total_ = 0;
   KeptSessions kept_;

@@ -224,18 +224,42 @@ def test_cache_memory_back_to_baseline_after_200_jobs(cluster):
             assert v["cache_bytes_parked"] + v["cache_bytes_in_use"] <= v["cache_budget_bytes"], (name, v)
 
 
-def test_a_client_that_leaves_frees_its_session(cluster):
-    job = subprocess.Popen([str(TROUPE_BIN), "submit", "--endpoint", cluster.endpoint, "--prompt", "Count:",
-                            "--max-tokens", "3000", "--min-tokens", "3000", "--json"],
-                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+def test_a_client_that_stops_cancels_its_job_and_one_killed_leaves_it_running(cluster):
+    def long_job():
+        return subprocess.Popen([str(TROUPE_BIN), "submit", "--endpoint", cluster.endpoint, "--prompt", "Count:",
+                                 "--max-tokens", "3000", "--min-tokens", "3000", "--json", "--job-id", str(job_id)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def wait_freed():
+        deadline = time.time() + 10
+        while any(v > 0 for v in cache_bytes_in_use(cluster).values()):
+            assert time.time() < deadline, "the session of a cancelled job was not closed"
+            time.sleep(0.1)
+
+    # Ctrl-C / SIGTERM: the client cancels its job, the cache frees.
+    job_id = 7001
+    job = long_job()
     assert job.stdout.readline().startswith("{")  # running
     assert any(v > 0 for v in cache_bytes_in_use(cluster).values())
+    job.send_signal(signal.SIGINT)
+    _, err = job.communicate(timeout=30)
+    assert job.returncode == 1 and "CANCELLED" in err, err
+    wait_freed()
+    status = run("job", "status", "--endpoint", cluster.endpoint, job_id, "--json")
+    assert json.loads(status.stdout)["state"] == "aborted", status.stdout
+    # Killed outright (or a lost connection): the job goes on, its answer
+    # kept for attach; `troupe job cancel` stops it.
+    job_id = 7002
+    job = long_job()
+    assert job.stdout.readline().startswith("{")
     job.kill()
     job.wait()
-    deadline = time.time() + 10
-    while any(v > 0 for v in cache_bytes_in_use(cluster).values()):
-        assert time.time() < deadline, "the session of a vanished client was not closed"
-        time.sleep(0.1)
+    time.sleep(1)
+    status = json.loads(run("job", "status", "--endpoint", cluster.endpoint, job_id, "--json").stdout)
+    assert status["state"] == "running" and status["tokens"] > 1, status
+    cancelled = json.loads(run("job", "cancel", "--endpoint", cluster.endpoint, job_id, "--json").stdout)
+    assert cancelled["state"] == "aborted" and cancelled["error"]["code"] == "CANCELLED", cancelled
+    wait_freed()
 
 
 def head_counters(cluster):

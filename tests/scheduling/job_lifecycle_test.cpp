@@ -66,12 +66,14 @@ TEST_F(JobLifecycleTest, SubmitWithoutARouteIsNoRoute) {
   EXPECT_EQ(lc->StateOf(5), std::nullopt);
 }
 
-TEST_F(JobLifecycleTest, JobIdsAreTheClientsWhenFree) {
+TEST_F(JobLifecycleTest, RefusalSaysNoRouteBeforeAnythingIsAccepted) {
   Make(true);
-  EXPECT_EQ(lc->TakeJobId(9), 9u);
-  lc->Submit(9, kClient, 1, Prompt(), t0);
-  EXPECT_EQ(lc->TakeJobId(9), 1u);  // taken: the next free one
-  EXPECT_EQ(lc->TakeJobId(0), 2u);
+  EXPECT_EQ(lc->Refusal(t0), std::nullopt);
+  lc->registry().Remove("b");  // nothing serves layers 2..3
+  const std::optional<v1::Error> no = lc->Refusal(t0);
+  ASSERT_TRUE(no.has_value());
+  EXPECT_EQ(no->code(), v1::NO_ROUTE);
+  EXPECT_FALSE(no->has_job_id());
 }
 
 TEST_F(JobLifecycleTest, AllOpenedStartsTheSamplerAndThePrefill) {
@@ -210,8 +212,7 @@ TEST_F(JobLifecycleTest, NodeDownWhileRunningReroutesAndResumes) {
   ASSERT_EQ(Kinds(out), "SessionResume");
   EXPECT_EQ(std::get<SessionResume>(out[0]).session_id, 1002u);
   EXPECT_EQ(lc->StateOf(5), JobState::kRunning);
-  out = lc->Status(kOther, 9, 5);
-  EXPECT_EQ(std::get<Reply>(out[0]).envelope.job_status().session_id(), 1002u);
+  EXPECT_EQ(lc->Live(5)->session_id, 1002u);
 }
 
 TEST_F(JobLifecycleTest, NodeDownWhileOpeningReopensWithoutTheSampler) {
@@ -327,25 +328,14 @@ TEST_F(JobLifecycleTest, CancelWhileOpeningDropsNothingAtTheSampler) {
 
 TEST_F(JobLifecycleTest, UnknownJobsAreUnknown) {
   Make(true);
-  for (const Actions& out : {lc->Cancel(kOther, 77, 404, t0), lc->Status(kOther, 77, 404)}) {
-    ASSERT_EQ(Kinds(out), "Reply");
-    const Reply& reply = std::get<Reply>(out[0]);
-    EXPECT_EQ(reply.client, kOther);
-    EXPECT_EQ(reply.envelope.request_id(), 77u);
-    EXPECT_EQ(reply.envelope.error().code(), v1::UNKNOWN_JOB);
-    EXPECT_EQ(reply.envelope.error().text(), "no job 404");
-  }
-}
-
-TEST_F(JobLifecycleTest, ClientGoneCancelsOnlyItsJobs) {
-  Make(true);
-  Running(5, kClient);
-  Running(6, kOther);
-  Actions out = lc->ClientGone(kClient, t0);
-  EXPECT_EQ(Kinds(out), "Reply SessionDrop ToNode ToNode");
-  EXPECT_EQ(std::get<Reply>(out[0]).envelope.error().text(), "the client went away");
-  EXPECT_EQ(lc->StateOf(5), std::nullopt);
-  EXPECT_EQ(lc->StateOf(6), JobState::kRunning);
+  const Actions out = lc->Cancel(kOther, 77, 404, t0);
+  ASSERT_EQ(Kinds(out), "Reply");
+  const Reply& reply = std::get<Reply>(out[0]);
+  EXPECT_EQ(reply.client, kOther);
+  EXPECT_EQ(reply.envelope.request_id(), 77u);
+  EXPECT_EQ(reply.envelope.error().code(), v1::UNKNOWN_JOB);
+  EXPECT_EQ(reply.envelope.error().text(), "no job 404");
+  EXPECT_EQ(lc->Live(404), std::nullopt);
 }
 
 TEST_F(JobLifecycleTest, DoneFinishesAndCloses) {
@@ -355,7 +345,7 @@ TEST_F(JobLifecycleTest, DoneFinishesAndCloses) {
   EXPECT_EQ(NodeMessages(out), (std::vector<std::string>{"close a 1001", "close b 1001"}));
   EXPECT_EQ(Kinds(out), "ToNode ToNode");  // Finish came from the sampler
   EXPECT_EQ(lc->StateOf(5), std::nullopt);
-  EXPECT_EQ(std::get<Reply>(lc->Status(kClient, 1, 5)[0]).envelope.error().code(), v1::UNKNOWN_JOB);
+  EXPECT_EQ(lc->Live(5), std::nullopt);
   EXPECT_TRUE(lc->Done(sid, {}, t0).empty());
 }
 
@@ -364,9 +354,7 @@ TEST_F(JobLifecycleTest, StatusIsQueuedOrRunning) {
   Running(5);
   Queued(6, t0);
   lc->Submit(7, kClient, 1, Prompt(), t0);  // opening reads as running
-  auto state = [&](uint64_t job) {
-    return std::get<Reply>(lc->Status(kOther, 1, job)[0]).envelope.job_status().state();
-  };
+  auto state = [&](uint64_t job) { return lc->Live(job)->state; };
   EXPECT_EQ(state(5), v1::JOB_RUNNING);
   EXPECT_EQ(state(6), v1::JOB_QUEUED);
   EXPECT_EQ(state(7), v1::JOB_RUNNING);
@@ -377,10 +365,27 @@ TEST_F(JobLifecycleTest, QueuePositionCountsOlderQueuedJobs) {
   Running(5);
   Queued(6, t0);
   Queued(7, t0 + seconds(1));
-  const v1::JobStatus js = std::get<Reply>(lc->Status(kOther, 1, 7)[0]).envelope.job_status();
-  EXPECT_EQ(js.state(), v1::JOB_QUEUED);
-  EXPECT_EQ(js.queue_position(), 1u);  // job 6 goes first
-  EXPECT_EQ(std::get<Reply>(lc->Status(kOther, 1, 5)[0]).envelope.job_status().queue_position(), 0u);
+  const LiveState js = *lc->Live(7);
+  EXPECT_EQ(js.state, v1::JOB_QUEUED);
+  EXPECT_EQ(js.queue_position, 1u);  // job 6 goes first
+  EXPECT_EQ(lc->Live(5)->queue_position, 0u);
+}
+
+TEST_F(JobLifecycleTest, HigherPrioritiesGoFirstInTheQueue) {
+  Make(true);
+  Running(5);
+  Queued(6, t0);
+  // Job 7 queues later but with a higher priority: it goes first.
+  AdmittedJob urgent = Prompt();
+  urgent.priority = 3;
+  lc->Submit(7, kClient, 1, std::move(urgent), t0 + seconds(1));
+  lc->Failed(lc->SessionOf(7), CacheFull("a", lc->SessionOf(7)), t0 + seconds(1));
+  EXPECT_EQ(lc->Live(7)->queue_position, 0u);
+  EXPECT_EQ(lc->Live(6)->queue_position, 1u);
+  // Cache frees: the next try goes to job 7.
+  lc->Done(lc->SessionOf(5), {}, t0 + seconds(2));
+  EXPECT_EQ(lc->StateOf(7), JobState::kOpening);
+  EXPECT_EQ(lc->StateOf(6), JobState::kQueued);
 }
 
 TEST_F(JobLifecycleTest, AFailedSendFailsTheJob) {
@@ -403,26 +408,28 @@ TEST_F(JobLifecycleTest, AFullQueueAnswersBusyWithItsDepthAndARetryHint) {
   r.Upsert(ShardEntry{"a", "tcp://a", 0, 4, true, t0});
   lc = std::make_unique<JobLifecycle>(c, std::move(r));
   Queued(5, t0);  // the queue is full
-  Actions out = lc->Submit(6, kOther, 66, Prompt(), t0);
-  ASSERT_EQ(Kinds(out), "Reply") << "refused before it opens anything";
-  const v1::Error& busy = std::get<Reply>(out[0]).envelope.error();
-  EXPECT_EQ(busy.code(), v1::BUSY);
-  EXPECT_TRUE(busy.retryable());
-  EXPECT_EQ(busy.queue_depth(), 1u);
-  EXPECT_EQ(busy.retry_after_seconds(), 5.0);
-  EXPECT_EQ(busy.job_id(), 6u);
-  EXPECT_EQ(std::get<Reply>(out[0]).envelope.request_id(), 66u);
+  const std::optional<v1::Error> busy = lc->Refusal(t0);
+  ASSERT_TRUE(busy.has_value()) << "refused before it is accepted";
+  EXPECT_EQ(busy->code(), v1::BUSY);
+  EXPECT_TRUE(busy->retryable());
+  EXPECT_EQ(busy->queue_depth(), 1u);
+  EXPECT_EQ(busy->retry_after_seconds(), 5.0);
+  EXPECT_FALSE(busy->has_session_id());
   // The queued job keeps its place; once it runs, there is room again.
   EXPECT_EQ(lc->StateOf(5), JobState::kQueued);
   lc->Tick(t0 + seconds(1));  // its next try
+  EXPECT_TRUE(lc->Refusal(t0).has_value()) << "a job opening for the first time waits too";
   lc->Opened(lc->SessionOf(5), "a", 0, t0);
   EXPECT_EQ(lc->StateOf(5), JobState::kRunning);
+  EXPECT_EQ(lc->Refusal(t0), std::nullopt);
   EXPECT_EQ(Kinds(lc->Submit(7, kOther, 67, Prompt(), t0)), "Reply ToNode");
-  // A job that would join a full queue while opening ends BUSY too.
+  // An accepted job joins the queue even past the bound: it keeps its turn.
   lc->Failed(lc->SessionOf(7), CacheFull("a", lc->SessionOf(7)), t0);
+  lc->Submit(8, kOther, 68, Prompt(), t0);
+  lc->Failed(lc->SessionOf(8), CacheFull("a", lc->SessionOf(8)), t0);
   EXPECT_EQ(lc->StateOf(7), JobState::kQueued);
-  lc->Submit(8, kOther, 68, Prompt(), t0);  // refused: 7 waits
-  EXPECT_EQ(lc->StateOf(8), std::nullopt);
+  EXPECT_EQ(lc->StateOf(8), JobState::kQueued);
+  EXPECT_EQ(lc->Refusal(t0)->queue_depth(), 2u);
 }
 
 TEST_F(JobLifecycleTest, ShutdownAnswersEveryJob) {
