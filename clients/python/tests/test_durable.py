@@ -1,7 +1,7 @@
 """What the durable queue on the head gives the SDK (issue 9, item 1):
 idempotent job ids (the same id answers with the existing job's stream, never
 a second run), JobAttach, JobStatus with tokens, priority and the final state
-kept after the end."""
+kept after the end, and a stream that rides through a head restart."""
 import asyncio
 import json
 import os
@@ -11,16 +11,9 @@ import time
 
 import pytest
 
-from conftest import Cluster, generate_lines, run, token_ids
+from conftest import Cluster, generate_lines, token_ids
 
 from troupe_client import AsyncClient, CancelledError, Client, UnknownJobError
-
-# The binary under test has the durable queue when `submit` can attach (its
-# head and client are built together).
-pytestmark = pytest.mark.skipif(
-    "--attach" not in run("submit", "--help").stdout,
-    reason="needs the head's durable queue (issue 9 item 1: idempotent job ids, JobAttach, JobStatus "
-    "tokens/priority/JOB_COMPLETED/JOB_ABORTED, the journal across head restarts), not yet on main")
 
 JOB = dict(temperature=0.8, seed=5, max_tokens=40, min_tokens=40)
 

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import Cluster, run
+from conftest import Cluster
 
 from troupe_client import BusyError, CancelledError, Client
 
@@ -81,8 +81,6 @@ def test_queued_notices_then_busy_with_depth_and_retry_hint(small):
         assert isinstance(results["second"], CancelledError)
 
 
-@pytest.mark.skipif("--attach" not in run("submit", "--help").stdout,
-                    reason="needs the head's job priorities (issue 9 item 1, with the durable queue), not yet on main")
 def test_a_higher_priority_job_overtakes_the_queue(small):
     with Client.from_cluster(small.dir) as client:
         results = {}

@@ -23,6 +23,7 @@ def proxy(cluster):
 def test_a_cut_connection_is_retried_with_the_same_job_id(cluster, client, proxy):
     reference = client.generate("Tell me a story.", **JOB)
     job_id = 0x5EED_0000_0001
+    prefilled = client.metrics().counters["head/prompt_tokens_prefilled_total"]
     with Client(proxy.endpoint, timeout=10, idle_timeout=60) as c:
         stream = c.stream("Tell me a story.", job_id=job_id, **JOB)
         got = [next(stream) for _ in range(10)]
@@ -34,6 +35,10 @@ def test_a_cut_connection_is_retried_with_the_same_job_id(cluster, client, proxy
     assert [t.token_id for t in got] == reference.tokens == result.tokens
     assert result.text == reference.text
     assert stream._run.attempts == 2  # one re-send: the old connection's late events did not count twice
+    # The re-sent id followed the same job: it ran once (one prefill), and is completed.
+    after = client.metrics().counters["head/prompt_tokens_prefilled_total"]
+    assert after - prefilled == result.usage.prompt_tokens - result.usage.cached_tokens
+    assert client.status(job_id).state == "completed" and result.job_id == job_id
 
 
 def test_async_stream_survives_a_cut_too(cluster, client, proxy):

@@ -296,7 +296,7 @@ class AsyncClient:
                     await self._channel.send(run.request(request_id), self.timeout)
                     while True:
                         wait = self.idle_timeout if run.accepted else self.timeout
-                        env = await self._channel.receive(request_id, wait, since)
+                        env = await self._channel.receive(request_id, self.timeout if wait is None else wait, since)
                         for event in run.feed(env):
                             if event[0] == "status" and on_status is not None:
                                 on_status(event[1])  # type: ignore[arg-type]
@@ -334,14 +334,14 @@ class AsyncClient:
         finally:
             self._channel.forget(request_id)
 
-    async def cancel(self, job_id: int, wait: float = 1.0) -> Optional[JobStatus]:
+    async def cancel(self, job_id: int, wait: Optional[float] = None) -> Optional[JobStatus]:
         """See Client.cancel."""
         request_id = self._ids.take()
         since = self._channel.open(request_id)
         try:
             await self._channel.send(envelope(request_id, job_cancel=pb.JobCancel(job_id=job_id)), self.timeout)
             try:
-                env = await self._channel.receive(request_id, wait, since)
+                env = await self._channel.receive(request_id, self.timeout if wait is None else wait, since)
             except TroupeError as e:
                 if e.code == "TIMEOUT" and not e.node_id:
                     return None

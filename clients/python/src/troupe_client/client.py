@@ -251,7 +251,7 @@ class Client:
                     self._channel.send(run.request(request_id), self.timeout)
                     while True:
                         wait = self.idle_timeout if run.accepted else self.timeout
-                        env = self._channel.receive(request_id, wait, since)
+                        env = self._channel.receive(request_id, self.timeout if wait is None else wait, since)
                         for event in run.feed(env):
                             if event[0] == "status" and on_status is not None:
                                 on_status(event[1])  # type: ignore[arg-type]
@@ -292,17 +292,19 @@ class Client:
         except TroupeError:
             pass
 
-    def cancel(self, job_id: int, wait: float = 1.0) -> Optional[JobStatus]:
-        """Cancels job `job_id`: its stream ends with CancelledError. Waits up
-        to `wait` seconds for the head's answer to the canceller: the job's
-        JobStatus when it had ended already (returned), UnknownJobError when
-        the head does not know it; None when the head sent none."""
+    def cancel(self, job_id: int, wait: Optional[float] = None) -> Optional[JobStatus]:
+        """Cancels job `job_id` (queued, running, or recovered after a head
+        restart): its watchers' streams end with CancelledError. Returns the
+        job's JobStatus after the cancel — ``"aborted"``, or how it had ended
+        already — waiting at most `wait` seconds (default ``timeout``) for it;
+        None when no answer came. UnknownJobError when the head does not know
+        the job."""
         request_id = self._ids.take()
         since = self._channel.open(request_id)
         try:
             self._channel.send(envelope(request_id, job_cancel=pb.JobCancel(job_id=job_id)), self.timeout)
             try:
-                env = self._channel.receive(request_id, wait, since)
+                env = self._channel.receive(request_id, self.timeout if wait is None else wait, since)
             except TroupeError as e:
                 if e.code == "TIMEOUT" and not e.node_id:
                     return None
