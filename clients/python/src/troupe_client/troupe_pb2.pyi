@@ -1,0 +1,562 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
+
+BAD_FRAMES: ErrorCode
+BAD_HEADER: ErrorCode
+BAD_REQUEST: ErrorCode
+BAD_TENSOR: ErrorCode
+BUSY: ErrorCode
+CACHE_FULL: ErrorCode
+CANCELLED: ErrorCode
+DESCRIPTOR: _descriptor.FileDescriptor
+DTYPE_BF16: Dtype
+DTYPE_F16: Dtype
+DTYPE_F32: Dtype
+DTYPE_INT8_BLOCK32: Dtype
+DTYPE_UNSPECIFIED: Dtype
+EARLY_STOPPING_FALSE: EarlyStopping
+EARLY_STOPPING_NEVER: EarlyStopping
+EARLY_STOPPING_TRUE: EarlyStopping
+ERROR_CODE_UNSPECIFIED: ErrorCode
+FINISH_EOS: FinishReason
+FINISH_LENGTH: FinishReason
+FINISH_REASON_UNSPECIFIED: FinishReason
+FINISH_STOP: FinishReason
+FORBIDDEN: ErrorCode
+INTERNAL: ErrorCode
+JOB_ABORTED: JobState
+JOB_COMPLETED: JobState
+JOB_QUEUED: JobState
+JOB_RUNNING: JobState
+JOB_STATE_UNSPECIFIED: JobState
+LIMIT_EXCEEDED: ErrorCode
+NON_FINITE: ErrorCode
+NO_ROUTE: ErrorCode
+OVERSIZED: ErrorCode
+SESSION_BUSY: ErrorCode
+SESSION_EXISTS: ErrorCode
+SESSION_FULL: ErrorCode
+STAGE_EMBEDDING: Stage
+STAGE_LM_HEAD: Stage
+STAGE_SAMPLER: Stage
+STAGE_SCHEDULER: Stage
+STAGE_SHARD: Stage
+STAGE_UNSPECIFIED: Stage
+TIMEOUT: ErrorCode
+UNAUTHENTICATED: ErrorCode
+UNAVAILABLE: ErrorCode
+UNKNOWN_JOB: ErrorCode
+UNKNOWN_SESSION: ErrorCode
+UNKNOWN_TYPE: ErrorCode
+VERSION_MISMATCH: ErrorCode
+WRONG_MODEL: ErrorCode
+
+class BeamSequence(_message.Message):
+    __slots__ = ["index", "score", "token_ids"]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_IDS_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    score: float
+    token_ids: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, index: _Optional[int] = ..., token_ids: _Optional[_Iterable[int]] = ..., score: _Optional[float] = ...) -> None: ...
+
+class ChatMessage(_message.Message):
+    __slots__ = ["content", "role"]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    content: str
+    role: str
+    def __init__(self, role: _Optional[str] = ..., content: _Optional[str] = ...) -> None: ...
+
+class Endpoint(_message.Message):
+    __slots__ = ["address", "name"]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    address: str
+    name: str
+    def __init__(self, name: _Optional[str] = ..., address: _Optional[str] = ...) -> None: ...
+
+class Envelope(_message.Message):
+    __slots__ = ["error", "finish", "heartbeat", "job_attach", "job_cancel", "job_status", "job_status_query", "job_submit", "kept_session_close", "kept_session_closed", "kept_session_list", "kept_session_query", "metrics_query", "metrics_snapshot", "prompt_logprobs", "protocol_version", "registry_announce", "request_id", "session_close", "session_open", "session_opened", "step", "token"]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    FINISH_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
+    JOB_ATTACH_FIELD_NUMBER: _ClassVar[int]
+    JOB_CANCEL_FIELD_NUMBER: _ClassVar[int]
+    JOB_STATUS_FIELD_NUMBER: _ClassVar[int]
+    JOB_STATUS_QUERY_FIELD_NUMBER: _ClassVar[int]
+    JOB_SUBMIT_FIELD_NUMBER: _ClassVar[int]
+    KEPT_SESSION_CLOSED_FIELD_NUMBER: _ClassVar[int]
+    KEPT_SESSION_CLOSE_FIELD_NUMBER: _ClassVar[int]
+    KEPT_SESSION_LIST_FIELD_NUMBER: _ClassVar[int]
+    KEPT_SESSION_QUERY_FIELD_NUMBER: _ClassVar[int]
+    METRICS_QUERY_FIELD_NUMBER: _ClassVar[int]
+    METRICS_SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_LOGPROBS_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
+    REGISTRY_ANNOUNCE_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_CLOSE_FIELD_NUMBER: _ClassVar[int]
+    SESSION_OPENED_FIELD_NUMBER: _ClassVar[int]
+    SESSION_OPEN_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    error: Error
+    finish: Finish
+    heartbeat: Heartbeat
+    job_attach: JobAttach
+    job_cancel: JobCancel
+    job_status: JobStatus
+    job_status_query: JobStatusQuery
+    job_submit: JobSubmit
+    kept_session_close: KeptSessionClose
+    kept_session_closed: KeptSessionClosed
+    kept_session_list: KeptSessionList
+    kept_session_query: KeptSessionQuery
+    metrics_query: MetricsQuery
+    metrics_snapshot: MetricsSnapshot
+    prompt_logprobs: PromptLogprobs
+    protocol_version: int
+    registry_announce: RegistryAnnounce
+    request_id: int
+    session_close: SessionClose
+    session_open: SessionOpen
+    session_opened: SessionOpened
+    step: Step
+    token: Token
+    def __init__(self, protocol_version: _Optional[int] = ..., request_id: _Optional[int] = ..., session_open: _Optional[_Union[SessionOpen, _Mapping]] = ..., session_opened: _Optional[_Union[SessionOpened, _Mapping]] = ..., session_close: _Optional[_Union[SessionClose, _Mapping]] = ..., step: _Optional[_Union[Step, _Mapping]] = ..., token: _Optional[_Union[Token, _Mapping]] = ..., finish: _Optional[_Union[Finish, _Mapping]] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., job_submit: _Optional[_Union[JobSubmit, _Mapping]] = ..., job_cancel: _Optional[_Union[JobCancel, _Mapping]] = ..., job_status_query: _Optional[_Union[JobStatusQuery, _Mapping]] = ..., job_status: _Optional[_Union[JobStatus, _Mapping]] = ..., registry_announce: _Optional[_Union[RegistryAnnounce, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., metrics_snapshot: _Optional[_Union[MetricsSnapshot, _Mapping]] = ..., metrics_query: _Optional[_Union[MetricsQuery, _Mapping]] = ..., kept_session_close: _Optional[_Union[KeptSessionClose, _Mapping]] = ..., kept_session_query: _Optional[_Union[KeptSessionQuery, _Mapping]] = ..., kept_session_list: _Optional[_Union[KeptSessionList, _Mapping]] = ..., kept_session_closed: _Optional[_Union[KeptSessionClosed, _Mapping]] = ..., prompt_logprobs: _Optional[_Union[PromptLogprobs, _Mapping]] = ..., job_attach: _Optional[_Union[JobAttach, _Mapping]] = ...) -> None: ...
+
+class Error(_message.Message):
+    __slots__ = ["code", "job_id", "node_id", "queue_depth", "retry_after_seconds", "retryable", "session_id", "text"]
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_DEPTH_FIELD_NUMBER: _ClassVar[int]
+    RETRYABLE_FIELD_NUMBER: _ClassVar[int]
+    RETRY_AFTER_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    code: ErrorCode
+    job_id: int
+    node_id: str
+    queue_depth: int
+    retry_after_seconds: float
+    retryable: bool
+    session_id: int
+    text: str
+    def __init__(self, code: _Optional[_Union[ErrorCode, str]] = ..., text: _Optional[str] = ..., session_id: _Optional[int] = ..., job_id: _Optional[int] = ..., node_id: _Optional[str] = ..., retryable: bool = ..., queue_depth: _Optional[int] = ..., retry_after_seconds: _Optional[float] = ...) -> None: ...
+
+class Finish(_message.Message):
+    __slots__ = ["cached_tokens", "decode_seconds", "decode_steps", "first_token_seconds", "generated_tokens", "job_id", "peak_rss_mb", "prompt_tokens", "queue_seconds", "reason", "replays", "session_id", "total_seconds"]
+    CACHED_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    DECODE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    DECODE_STEPS_FIELD_NUMBER: _ClassVar[int]
+    FIRST_TOKEN_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    GENERATED_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    PEAK_RSS_MB_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    REPLAYS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    cached_tokens: int
+    decode_seconds: float
+    decode_steps: int
+    first_token_seconds: float
+    generated_tokens: int
+    job_id: int
+    peak_rss_mb: float
+    prompt_tokens: int
+    queue_seconds: float
+    reason: FinishReason
+    replays: int
+    session_id: int
+    total_seconds: float
+    def __init__(self, session_id: _Optional[int] = ..., job_id: _Optional[int] = ..., reason: _Optional[_Union[FinishReason, str]] = ..., prompt_tokens: _Optional[int] = ..., generated_tokens: _Optional[int] = ..., queue_seconds: _Optional[float] = ..., first_token_seconds: _Optional[float] = ..., total_seconds: _Optional[float] = ..., replays: _Optional[int] = ..., decode_steps: _Optional[int] = ..., decode_seconds: _Optional[float] = ..., peak_rss_mb: _Optional[float] = ..., cached_tokens: _Optional[int] = ...) -> None: ...
+
+class Heartbeat(_message.Message):
+    __slots__ = ["node_id"]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    def __init__(self, node_id: _Optional[str] = ...) -> None: ...
+
+class JobAttach(_message.Message):
+    __slots__ = ["from_index", "job_id", "stream"]
+    FROM_INDEX_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    from_index: int
+    job_id: int
+    stream: bool
+    def __init__(self, job_id: _Optional[int] = ..., stream: bool = ..., from_index: _Optional[int] = ...) -> None: ...
+
+class JobCancel(_message.Message):
+    __slots__ = ["job_id"]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    job_id: int
+    def __init__(self, job_id: _Optional[int] = ...) -> None: ...
+
+class JobRecord(_message.Message):
+    __slots__ = ["final", "stream"]
+    FINAL_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    final: Envelope
+    stream: _containers.RepeatedCompositeFieldContainer[Envelope]
+    def __init__(self, stream: _Optional[_Iterable[_Union[Envelope, _Mapping]]] = ..., final: _Optional[_Union[Envelope, _Mapping]] = ...) -> None: ...
+
+class JobStatus(_message.Message):
+    __slots__ = ["failure", "finish_reason", "job_id", "priority", "queue_position", "session_id", "state", "tokens"]
+    FAILURE_FIELD_NUMBER: _ClassVar[int]
+    FINISH_REASON_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_POSITION_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_FIELD_NUMBER: _ClassVar[int]
+    failure: Error
+    finish_reason: FinishReason
+    job_id: int
+    priority: int
+    queue_position: int
+    session_id: int
+    state: JobState
+    tokens: int
+    def __init__(self, job_id: _Optional[int] = ..., state: _Optional[_Union[JobState, str]] = ..., queue_position: _Optional[int] = ..., session_id: _Optional[int] = ..., tokens: _Optional[int] = ..., priority: _Optional[int] = ..., finish_reason: _Optional[_Union[FinishReason, str]] = ..., failure: _Optional[_Union[Error, _Mapping]] = ...) -> None: ...
+
+class JobStatusQuery(_message.Message):
+    __slots__ = ["job_id"]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    job_id: int
+    def __init__(self, job_id: _Optional[int] = ...) -> None: ...
+
+class JobSubmit(_message.Message):
+    __slots__ = ["chat", "job_id", "keep", "max_length", "priority", "prompt", "prompt_tokens", "sampling", "session", "stream", "system"]
+    CHAT_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    KEEP_FIELD_NUMBER: _ClassVar[int]
+    MAX_LENGTH_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    SAMPLING_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    SYSTEM_FIELD_NUMBER: _ClassVar[int]
+    chat: _containers.RepeatedCompositeFieldContainer[ChatMessage]
+    job_id: int
+    keep: bool
+    max_length: int
+    priority: int
+    prompt: str
+    prompt_tokens: _containers.RepeatedScalarFieldContainer[int]
+    sampling: SamplingParams
+    session: str
+    stream: bool
+    system: str
+    def __init__(self, job_id: _Optional[int] = ..., prompt: _Optional[str] = ..., chat: _Optional[_Iterable[_Union[ChatMessage, _Mapping]]] = ..., system: _Optional[str] = ..., sampling: _Optional[_Union[SamplingParams, _Mapping]] = ..., stream: bool = ..., session: _Optional[str] = ..., keep: bool = ..., max_length: _Optional[int] = ..., prompt_tokens: _Optional[_Iterable[int]] = ..., priority: _Optional[int] = ...) -> None: ...
+
+class KeptSession(_message.Message):
+    __slots__ = ["context_tokens", "expires_in_seconds", "idle_seconds", "jobs", "max_length", "name", "route", "running_job"]
+    CONTEXT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_IN_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    IDLE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    JOBS_FIELD_NUMBER: _ClassVar[int]
+    MAX_LENGTH_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ROUTE_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_JOB_FIELD_NUMBER: _ClassVar[int]
+    context_tokens: int
+    expires_in_seconds: float
+    idle_seconds: float
+    jobs: int
+    max_length: int
+    name: str
+    route: _containers.RepeatedScalarFieldContainer[str]
+    running_job: int
+    def __init__(self, name: _Optional[str] = ..., context_tokens: _Optional[int] = ..., max_length: _Optional[int] = ..., jobs: _Optional[int] = ..., running_job: _Optional[int] = ..., idle_seconds: _Optional[float] = ..., expires_in_seconds: _Optional[float] = ..., route: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class KeptSessionClose(_message.Message):
+    __slots__ = ["name"]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class KeptSessionClosed(_message.Message):
+    __slots__ = ["name"]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class KeptSessionList(_message.Message):
+    __slots__ = ["sessions"]
+    SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    sessions: _containers.RepeatedCompositeFieldContainer[KeptSession]
+    def __init__(self, sessions: _Optional[_Iterable[_Union[KeptSession, _Mapping]]] = ...) -> None: ...
+
+class KeptSessionQuery(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class LayerRange(_message.Message):
+    __slots__ = ["begin", "end"]
+    BEGIN_FIELD_NUMBER: _ClassVar[int]
+    END_FIELD_NUMBER: _ClassVar[int]
+    begin: int
+    end: int
+    def __init__(self, begin: _Optional[int] = ..., end: _Optional[int] = ...) -> None: ...
+
+class MetricsQuery(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class MetricsSnapshot(_message.Message):
+    __slots__ = ["counters", "gauges", "node_id"]
+    class CountersEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    class GaugesEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    COUNTERS_FIELD_NUMBER: _ClassVar[int]
+    GAUGES_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    counters: _containers.ScalarMap[str, int]
+    gauges: _containers.ScalarMap[str, float]
+    node_id: str
+    def __init__(self, node_id: _Optional[str] = ..., counters: _Optional[_Mapping[str, int]] = ..., gauges: _Optional[_Mapping[str, float]] = ...) -> None: ...
+
+class PromptLogprobs(_message.Message):
+    __slots__ = ["job_id", "tokens"]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_FIELD_NUMBER: _ClassVar[int]
+    job_id: int
+    tokens: _containers.RepeatedCompositeFieldContainer[PromptToken]
+    def __init__(self, job_id: _Optional[int] = ..., tokens: _Optional[_Iterable[_Union[PromptToken, _Mapping]]] = ...) -> None: ...
+
+class PromptToken(_message.Message):
+    __slots__ = ["logprob", "token_bytes", "token_id", "top_logprobs"]
+    LOGPROB_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_BYTES_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_ID_FIELD_NUMBER: _ClassVar[int]
+    TOP_LOGPROBS_FIELD_NUMBER: _ClassVar[int]
+    logprob: float
+    token_bytes: bytes
+    token_id: int
+    top_logprobs: _containers.RepeatedCompositeFieldContainer[TokenLogprob]
+    def __init__(self, token_id: _Optional[int] = ..., logprob: _Optional[float] = ..., token_bytes: _Optional[bytes] = ..., top_logprobs: _Optional[_Iterable[_Union[TokenLogprob, _Mapping]]] = ...) -> None: ...
+
+class RegistryAnnounce(_message.Message):
+    __slots__ = ["endpoints", "layers", "model_fingerprint", "node_id"]
+    ENDPOINTS_FIELD_NUMBER: _ClassVar[int]
+    LAYERS_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    endpoints: _containers.RepeatedCompositeFieldContainer[Endpoint]
+    layers: _containers.RepeatedCompositeFieldContainer[LayerRange]
+    model_fingerprint: str
+    node_id: str
+    def __init__(self, node_id: _Optional[str] = ..., endpoints: _Optional[_Iterable[_Union[Endpoint, _Mapping]]] = ..., model_fingerprint: _Optional[str] = ..., layers: _Optional[_Iterable[_Union[LayerRange, _Mapping]]] = ...) -> None: ...
+
+class RouteHop(_message.Message):
+    __slots__ = ["endpoint", "layer_begin", "layer_end", "node_id", "stage"]
+    ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    LAYER_BEGIN_FIELD_NUMBER: _ClassVar[int]
+    LAYER_END_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    STAGE_FIELD_NUMBER: _ClassVar[int]
+    endpoint: str
+    layer_begin: int
+    layer_end: int
+    node_id: str
+    stage: Stage
+    def __init__(self, node_id: _Optional[str] = ..., endpoint: _Optional[str] = ..., stage: _Optional[_Union[Stage, str]] = ..., layer_begin: _Optional[int] = ..., layer_end: _Optional[int] = ...) -> None: ...
+
+class SamplingParams(_message.Message):
+    __slots__ = ["contrastive", "contrastive_alpha", "contrastive_beta", "early_stopping", "frequency_penalty", "length_penalty", "logit_bias", "max_tokens", "min_p", "min_tokens", "no_repeat_ngram_size", "num_beams", "num_return_sequences", "presence_penalty", "prompt_logprobs", "repeat_last_n", "repeat_penalty", "seed", "stop", "temperature", "top_a", "top_k", "top_logprobs", "top_p"]
+    class LogitBiasEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: int
+        value: float
+        def __init__(self, key: _Optional[int] = ..., value: _Optional[float] = ...) -> None: ...
+    CONTRASTIVE_ALPHA_FIELD_NUMBER: _ClassVar[int]
+    CONTRASTIVE_BETA_FIELD_NUMBER: _ClassVar[int]
+    CONTRASTIVE_FIELD_NUMBER: _ClassVar[int]
+    EARLY_STOPPING_FIELD_NUMBER: _ClassVar[int]
+    FREQUENCY_PENALTY_FIELD_NUMBER: _ClassVar[int]
+    LENGTH_PENALTY_FIELD_NUMBER: _ClassVar[int]
+    LOGIT_BIAS_FIELD_NUMBER: _ClassVar[int]
+    MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    MIN_P_FIELD_NUMBER: _ClassVar[int]
+    MIN_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    NO_REPEAT_NGRAM_SIZE_FIELD_NUMBER: _ClassVar[int]
+    NUM_BEAMS_FIELD_NUMBER: _ClassVar[int]
+    NUM_RETURN_SEQUENCES_FIELD_NUMBER: _ClassVar[int]
+    PRESENCE_PENALTY_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_LOGPROBS_FIELD_NUMBER: _ClassVar[int]
+    REPEAT_LAST_N_FIELD_NUMBER: _ClassVar[int]
+    REPEAT_PENALTY_FIELD_NUMBER: _ClassVar[int]
+    SEED_FIELD_NUMBER: _ClassVar[int]
+    STOP_FIELD_NUMBER: _ClassVar[int]
+    TEMPERATURE_FIELD_NUMBER: _ClassVar[int]
+    TOP_A_FIELD_NUMBER: _ClassVar[int]
+    TOP_K_FIELD_NUMBER: _ClassVar[int]
+    TOP_LOGPROBS_FIELD_NUMBER: _ClassVar[int]
+    TOP_P_FIELD_NUMBER: _ClassVar[int]
+    contrastive: bool
+    contrastive_alpha: float
+    contrastive_beta: float
+    early_stopping: EarlyStopping
+    frequency_penalty: float
+    length_penalty: float
+    logit_bias: _containers.ScalarMap[int, float]
+    max_tokens: int
+    min_p: float
+    min_tokens: int
+    no_repeat_ngram_size: int
+    num_beams: int
+    num_return_sequences: int
+    presence_penalty: float
+    prompt_logprobs: int
+    repeat_last_n: int
+    repeat_penalty: float
+    seed: int
+    stop: _containers.RepeatedScalarFieldContainer[str]
+    temperature: float
+    top_a: float
+    top_k: int
+    top_logprobs: int
+    top_p: float
+    def __init__(self, temperature: _Optional[float] = ..., top_k: _Optional[int] = ..., top_p: _Optional[float] = ..., min_p: _Optional[float] = ..., top_a: _Optional[float] = ..., repeat_penalty: _Optional[float] = ..., repeat_last_n: _Optional[int] = ..., min_tokens: _Optional[int] = ..., max_tokens: _Optional[int] = ..., seed: _Optional[int] = ..., stop: _Optional[_Iterable[str]] = ..., top_logprobs: _Optional[int] = ..., presence_penalty: _Optional[float] = ..., frequency_penalty: _Optional[float] = ..., no_repeat_ngram_size: _Optional[int] = ..., logit_bias: _Optional[_Mapping[int, float]] = ..., contrastive: bool = ..., contrastive_alpha: _Optional[float] = ..., contrastive_beta: _Optional[float] = ..., prompt_logprobs: _Optional[int] = ..., num_beams: _Optional[int] = ..., length_penalty: _Optional[float] = ..., early_stopping: _Optional[_Union[EarlyStopping, str]] = ..., num_return_sequences: _Optional[int] = ...) -> None: ...
+
+class SessionClose(_message.Message):
+    __slots__ = ["park", "session_id"]
+    PARK_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    park: bool
+    session_id: int
+    def __init__(self, session_id: _Optional[int] = ..., park: bool = ...) -> None: ...
+
+class SessionOpen(_message.Message):
+    __slots__ = ["copy_from", "copy_length", "max_length", "model_fingerprint", "rows", "session_id"]
+    COPY_FROM_FIELD_NUMBER: _ClassVar[int]
+    COPY_LENGTH_FIELD_NUMBER: _ClassVar[int]
+    MAX_LENGTH_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    copy_from: int
+    copy_length: int
+    max_length: int
+    model_fingerprint: str
+    rows: int
+    session_id: int
+    def __init__(self, session_id: _Optional[int] = ..., max_length: _Optional[int] = ..., model_fingerprint: _Optional[str] = ..., rows: _Optional[int] = ..., copy_from: _Optional[int] = ..., copy_length: _Optional[int] = ...) -> None: ...
+
+class SessionOpened(_message.Message):
+    __slots__ = ["copied", "node_id", "session_id"]
+    COPIED_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    copied: int
+    node_id: str
+    session_id: int
+    def __init__(self, session_id: _Optional[int] = ..., node_id: _Optional[str] = ..., copied: _Optional[int] = ...) -> None: ...
+
+class Step(_message.Message):
+    __slots__ = ["all_logits", "first_position", "hop", "parent_rows", "rest_of_route", "session_id", "tensor", "token_count", "token_ids"]
+    ALL_LOGITS_FIELD_NUMBER: _ClassVar[int]
+    FIRST_POSITION_FIELD_NUMBER: _ClassVar[int]
+    HOP_FIELD_NUMBER: _ClassVar[int]
+    PARENT_ROWS_FIELD_NUMBER: _ClassVar[int]
+    REST_OF_ROUTE_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TENSOR_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_COUNT_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_IDS_FIELD_NUMBER: _ClassVar[int]
+    all_logits: bool
+    first_position: int
+    hop: RouteHop
+    parent_rows: _containers.RepeatedScalarFieldContainer[int]
+    rest_of_route: _containers.RepeatedCompositeFieldContainer[RouteHop]
+    session_id: int
+    tensor: TensorDesc
+    token_count: int
+    token_ids: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, session_id: _Optional[int] = ..., first_position: _Optional[int] = ..., token_count: _Optional[int] = ..., rest_of_route: _Optional[_Iterable[_Union[RouteHop, _Mapping]]] = ..., tensor: _Optional[_Union[TensorDesc, _Mapping]] = ..., token_ids: _Optional[_Iterable[int]] = ..., hop: _Optional[_Union[RouteHop, _Mapping]] = ..., parent_rows: _Optional[_Iterable[int]] = ..., all_logits: bool = ...) -> None: ...
+
+class TensorDesc(_message.Message):
+    __slots__ = ["dtype", "shape"]
+    DTYPE_FIELD_NUMBER: _ClassVar[int]
+    SHAPE_FIELD_NUMBER: _ClassVar[int]
+    dtype: Dtype
+    shape: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, dtype: _Optional[_Union[Dtype, str]] = ..., shape: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class Token(_message.Message):
+    __slots__ = ["beam_sequence", "eos", "index", "job_id", "logprob", "session_id", "text", "token_bytes", "token_id", "top_logprobs"]
+    BEAM_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    EOS_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    LOGPROB_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_BYTES_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_ID_FIELD_NUMBER: _ClassVar[int]
+    TOP_LOGPROBS_FIELD_NUMBER: _ClassVar[int]
+    beam_sequence: BeamSequence
+    eos: bool
+    index: int
+    job_id: int
+    logprob: float
+    session_id: int
+    text: str
+    token_bytes: bytes
+    token_id: int
+    top_logprobs: _containers.RepeatedCompositeFieldContainer[TokenLogprob]
+    def __init__(self, session_id: _Optional[int] = ..., token_id: _Optional[int] = ..., text: _Optional[str] = ..., job_id: _Optional[int] = ..., index: _Optional[int] = ..., eos: bool = ..., logprob: _Optional[float] = ..., token_bytes: _Optional[bytes] = ..., top_logprobs: _Optional[_Iterable[_Union[TokenLogprob, _Mapping]]] = ..., beam_sequence: _Optional[_Union[BeamSequence, _Mapping]] = ...) -> None: ...
+
+class TokenLogprob(_message.Message):
+    __slots__ = ["logprob", "token_bytes", "token_id"]
+    LOGPROB_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_BYTES_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_ID_FIELD_NUMBER: _ClassVar[int]
+    logprob: float
+    token_bytes: bytes
+    token_id: int
+    def __init__(self, token_id: _Optional[int] = ..., logprob: _Optional[float] = ..., token_bytes: _Optional[bytes] = ...) -> None: ...
+
+class ErrorCode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class Stage(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class EarlyStopping(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class Dtype(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class FinishReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class JobState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
