@@ -56,6 +56,9 @@ void RegisterCluster(CLI::App& app) {
   up->add_option("--max-queued-jobs", o->max_queued_jobs, "Jobs waiting for KV cache at most; past that, BUSY")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  up->add_flag(
+      "--no-journal", [o](int64_t) { o->journal = false; },
+      "Keep accepted jobs in the head's memory only: nothing survives a head restart (for comparisons)");
   up->add_option("--job-retention", o->job_retention_seconds,
                  "Seconds an ended job's answer stays in the journal (DIR/jobs.db) for submit --attach")
       ->capture_default_str()

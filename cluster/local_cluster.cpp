@@ -228,7 +228,7 @@ Status LocalCluster::Launch(const ClusterOptions& o) {
     c.kept_session_ttl_seconds = o.kept_session_ttl_seconds;
     c.prefix_reuse = o.prefix_reuse;
     c.max_queued_jobs = o.max_queued_jobs;
-    if (n.head) c.job_journal = dir_ + "/jobs.db";
+    if (n.head && o.journal) c.job_journal = dir_ + "/jobs.db";
     c.job_retention_seconds = o.job_retention_seconds;
     c.listen = Endpoint(o.base_port, n.head ? 0 : 1 + index);
     c.job_listen = Endpoint(o.base_port, 1);

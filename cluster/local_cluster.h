@@ -66,6 +66,7 @@ struct ClusterOptions {
   bool prefix_reuse = true;               // the head's; see node_config.h
   int64_t max_queued_jobs = 1024;         // the head's; see node_config.h
   double job_retention_seconds = 3600;    // the head's; see node_config.h (its journal: DIR/jobs.db)
+  bool journal = true;                    // false: the head keeps jobs in memory only (benchmarks)
   std::vector<std::string> api_keys;      // the head's HTTP API keys (node config api_keys)
   std::string api_key_file;               // node config api_key_file (absolute path given to the head)
   std::string admin_key_file;             // node config admin_key_file
