@@ -478,6 +478,29 @@ void HttpServer::Routes() {
   AdminRoutes();
 }
 
+namespace {
+
+// A JobStatus as the admin routes answer it (as `troupe job status --json`).
+json JobStatusJson(const v1::JobStatus& s) {
+  const char* state = s.state() == v1::JOB_QUEUED      ? "queued"
+                      : s.state() == v1::JOB_RUNNING   ? "running"
+                      : s.state() == v1::JOB_COMPLETED ? "completed"
+                      : s.state() == v1::JOB_ABORTED   ? "aborted"
+                                                       : "unknown";
+  json j{{"job_id", s.job_id()},
+         {"state", state},
+         {"queue_position", s.queue_position()},
+         {"tokens", s.tokens()},
+         {"priority", s.priority()}};
+  if (s.state() == v1::JOB_COMPLETED) j["finish_reason"] = FinishReasonName(s.finish_reason());
+  if (s.state() == v1::JOB_ABORTED) {
+    j["error"] = {{"code", v1::ErrorCode_Name(s.failure().code())}, {"text", s.failure().text()}};
+  }
+  return j;
+}
+
+}  // namespace
+
 void HttpServer::AdminRoutes() {
   // Pre-routing let only admin keys through to /admin/; Authorize again in
   // case the keys were reloaded meanwhile.
@@ -499,6 +522,34 @@ void HttpServer::AdminRoutes() {
     std::cerr << "troupe http: keys reloaded by '" << who << "': " << options_.keys->Describe() << std::endl;
     SendJson(res, 200, json{{"reloaded", true}, {"keys", ring->size()}, {"admin_keys", ring->admins()}});
   });
+  // Any job of the head's job book, by id: its status, or cancel it (the
+  // answer is its status after). 404 for a job the head does not know.
+  auto job_route = [this](bool cancel) {
+    return [this, cancel](const httplib::Request& req, httplib::Response& res) {
+      std::optional<ApiKey> key;
+      if (auto e = Authorize(req, &key)) return SendError(res, *e);
+      uint64_t job_id = 0;
+      try {
+        job_id = std::stoull(req.matches[1].str());
+      } catch (const std::exception&) {
+        ApiError e;
+        e.status = 400;
+        e.code = "invalid_job_id";
+        e.message = "job id '" + req.matches[1].str() + "' is not a number in [1, 2^64)";
+        return SendError(res, e);
+      }
+      auto backend = options_.connect();
+      if (!backend.ok()) return SendError(res, Unavailable(backend.status().ToString()));
+      auto status = cancel ? (*backend)->CancelJob(job_id) : (*backend)->JobStatusOf(job_id);
+      if (!status.ok()) return SendError(res, ErrorFromStatus(status.status()));
+      if (cancel) {
+        std::cerr << "troupe http: job " << job_id << " cancelled by '" << (key ? key->name : "?") << "'" << std::endl;
+      }
+      SendJson(res, 200, JobStatusJson(*status));
+    };
+  };
+  server_->Get(R"(/admin/jobs/(\d+))", job_route(false));
+  server_->Post(R"(/admin/jobs/(\d+)/cancel)", job_route(true));
 }
 
 }  // namespace troupe::http

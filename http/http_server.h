@@ -82,6 +82,10 @@ class JobBackend {
   virtual Result<Event> Next(const std::function<bool()>& cancelled) = 0;
   virtual void Cancel() = 0;
   virtual Result<v1::MetricsSnapshot> Metrics() = 0;
+  // Any job's status, and cancelling any job (the admin routes); errors as
+  // the head reports them (UNKNOWN_JOB).
+  virtual Result<v1::JobStatus> JobStatusOf(uint64_t job_id) = 0;
+  virtual Result<v1::JobStatus> CancelJob(uint64_t job_id) = 0;
 };
 
 using BackendFactory = std::function<Result<std::unique_ptr<JobBackend>>()>;

@@ -10,6 +10,8 @@ class JobClientBackend : public JobBackend {
   Result<Event> Next(const std::function<bool()>& cancelled) override { return client_->Next(cancelled); }
   void Cancel() override { client_->Cancel(); }
   Result<v1::MetricsSnapshot> Metrics() override { return client_->Metrics(); }
+  Result<v1::JobStatus> JobStatusOf(uint64_t job_id) override { return client_->JobStatusOf(job_id); }
+  Result<v1::JobStatus> CancelJob(uint64_t job_id) override { return client_->CancelJob(job_id); }
 
  private:
   std::unique_ptr<client::JobClient> client_;

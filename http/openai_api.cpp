@@ -495,6 +495,10 @@ ApiError ErrorFromStatus(const Status& status) {
       invalid(400);
       e.param = "session";
       break;
+    case v1::UNKNOWN_JOB:
+      invalid(404);
+      e.code = "unknown_job";
+      break;
     case v1::SESSION_BUSY:  // retry once its running job has ended
       invalid(409);
       e.param = "session";

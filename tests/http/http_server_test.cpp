@@ -53,6 +53,8 @@ class StandInBackend : public JobBackend {
     done_ = true;
   }
   Result<v1::MetricsSnapshot> Metrics() override { return v1::MetricsSnapshot(); }
+  Result<v1::JobStatus> JobStatusOf(uint64_t) override { return Status::Unsupported("the stand-in has no jobs"); }
+  Result<v1::JobStatus> CancelJob(uint64_t) override { return Status::Unsupported("the stand-in has no jobs"); }
 
  private:
   std::shared_ptr<Jobs> jobs_;

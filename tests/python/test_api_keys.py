@@ -219,6 +219,34 @@ def test_a_key_at_its_concurrency_limit_gets_429_while_another_key_runs(url):
     wait_until(lambda: completion(url, DAVE).status_code == 200, timeout=30)
 
 
+def test_admin_job_routes_show_and_cancel_any_job(cluster, url):
+    # A job submitted on the job endpoint, seen and cancelled over HTTP with the admin key.
+    import subprocess
+    from test_cluster import TROUPE_BIN
+    job = subprocess.Popen([str(TROUPE_BIN), "submit", "--endpoint", cluster.endpoint, "--prompt", "Count:",
+                            "--max-tokens", "2000", "--min-tokens", "2000", "--json", "--job-id", "4242",
+                            "--server-key", cluster.info["server_key"], "--client-key",
+                            cluster.info["client_key_file"]],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert job.stdout.readline().startswith("{")  # running
+        headers = {"Authorization": f"Bearer {OPS}"}
+        r = requests.get(url + "/admin/jobs/4242", headers=headers, timeout=60)
+        assert r.status_code == 200 and r.json()["state"] == "running" and r.json()["tokens"] >= 1, r.text
+        assert_error(post(url, "/admin/jobs/4242/cancel", ALICE), 403, "admin_key_required")
+        r = post(url, "/admin/jobs/4242/cancel", OPS)
+        assert r.status_code == 200, r.text
+        assert r.json()["state"] == "aborted" and r.json()["error"]["code"] == "CANCELLED", r.json()
+        _, err = job.communicate(timeout=30)
+        assert job.returncode == 1 and "CANCELLED" in err, err
+        assert_error(requests.get(url + "/admin/jobs/999999", headers=headers, timeout=60), 404, "unknown_job",
+                     "no job 999999")
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.wait()
+
+
 # ------------------------------------------------------------------ the job endpoint
 
 def submit(cluster, *flags, timeout=60):
