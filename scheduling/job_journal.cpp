@@ -99,6 +99,7 @@ Status JobJournal::Exec(const char* sql) {
 }
 
 Status JobJournal::Accept(uint64_t job_id, const v1::JobSubmit& submit, uint64_t seed, double now) {
+  TROUPE_RETURN_IF_ERROR(Exec("PRAGMA synchronous=FULL"));  // on disk before the acknowledgement
   Statement s(db_, "INSERT INTO jobs (job_id, submit, seed, accepted_at) VALUES (?, ?, ?, ?)");
   if (!s.ok()) return Error("prepare accept");
   s.Bind(1, Signed(job_id));
@@ -114,6 +115,9 @@ Status JobJournal::Accept(uint64_t job_id, const v1::JobSubmit& submit, uint64_t
 }
 
 Status JobJournal::Finish(uint64_t job_id, const v1::JobRecord& record, double now) {
+  // A final record lost with the OS (not with the process: WAL survives
+  // that) only makes the job run again: at-least-once holds without an fsync.
+  if (durable()) TROUPE_RETURN_IF_ERROR(Exec("PRAGMA synchronous=NORMAL"));
   v1::JobRecord stream;
   *stream.mutable_stream() = record.stream();
   Statement s(db_, "UPDATE jobs SET finished_at = ?, final = ?, stream = ? WHERE job_id = ?");

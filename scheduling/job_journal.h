@@ -5,6 +5,9 @@
 // SIGKILL or a power cut loses no accepted job); Finish commits its final
 // record — the stream it produced (PromptLogprobs and Tokens) and its Finish
 // or Error — which is kept until Expire drops it (the retention window).
+// Finish does not wait for the disk (synchronous=NORMAL: a SIGKILL loses
+// nothing, a power cut may lose the last final records, whose jobs then run
+// again — at-least-once still holds).
 //
 // After a restart, Load gives every job back: unfinished ones in the order
 // they were accepted (the head runs them again: sampling is a pure function
