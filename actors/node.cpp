@@ -272,6 +272,11 @@ std::string Node::DescribeAccess() const {
     out += m.keys ? "keys required (" + m.keys->Describe() + "), /health open"
                   : "OPEN, no API keys configured (anyone who reaches port " + std::to_string(m.http->port()) +
                         " may use it; admin routes shut)";
+    const std::string http_host_port = c.http_listen.rfind("http://", 0) == 0 ? c.http_listen.substr(7) : c.http_listen;
+    if (!m.keys && !transport::IsLoopbackEndpoint("tcp://" + http_host_port)) {
+      out += " — WARNING: it listens on " + c.http_listen +
+             ", reachable from the network without a key; give it api_keys or api_key_file";
+    }
   }
   return out;
 }

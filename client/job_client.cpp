@@ -105,6 +105,8 @@ Result<std::unique_ptr<JobClient>> JobClient::Connect(const JobClientOptions& op
   impl->options = options;
   transport::SecurityConfig security = transport::PlainSecurity();
   if (!options.server_key.empty()) {
+    // The key itself, or the head's node.pub.
+    TROUPE_ASSIGN_OR_RETURN(impl->options.server_key, transport::PublicKeyFromArgument(options.server_key));
     security.curve = true;
     if (!options.client_key_file.empty()) {
       TROUPE_ASSIGN_OR_RETURN(security.keys, transport::ReadSecretKeyFile(options.client_key_file));
@@ -112,13 +114,13 @@ Result<std::unique_ptr<JobClient>> JobClient::Connect(const JobClientOptions& op
       TROUPE_ASSIGN_OR_RETURN(security.keys, transport::GenerateKeyPair());
     }
     // A client accepts no connections; the allowlist only has to be valid.
-    TROUPE_RETURN_IF_ERROR(security.allowlist.Add(options.server_key));
+    TROUPE_RETURN_IF_ERROR(security.allowlist.Add(impl->options.server_key));
   }
   transport::LinkOptions link;
   link.monitor = security.curve;  // to tell a refused key from a silent head
   TROUPE_ASSIGN_OR_RETURN(impl->connection,
                           transport::Connection::Connect(impl->context, options.endpoint, RandomClientId(), security,
-                                                         options.server_key, link));
+                                                         impl->options.server_key, link));
   std::random_device rd;
   impl->next_request = (static_cast<uint64_t>(rd()) << 20) | 1;
   return std::unique_ptr<JobClient>(new JobClient(std::move(impl)));

@@ -29,7 +29,7 @@ namespace troupe::client {
 
 struct JobClientOptions {
   std::string endpoint;         // the head's job endpoint, "tcp://127.0.0.1:5600"
-  std::string server_key;       // Z85: use CURVE with this server key
+  std::string server_key;       // Z85, or a node.pub file holding it: use CURVE with this server key
   std::string client_key_file;  // node.key of this client (CURVE); empty = a fresh pair
   int first_reply_ms = 10000;
   int idle_ms = 120000;

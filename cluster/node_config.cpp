@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "transport/keys.h"
 #include "transport/security.h"
 
 namespace troupe::cluster {
@@ -197,6 +198,13 @@ Result<NodeConfig> ParseNodeConfig(const std::string& text, const std::string& b
     }
     if (!c.head) return Status::InvalidArgument(what + ": endpoints: http: only a head serves the HTTP API");
   }
+  // Every address bound, none advertised: peers would be told to dial 0.0.0.0.
+  if (c.advertise.empty() && (c.listen.rfind("tcp://0.0.0.0:", 0) == 0 || c.listen.rfind("tcp://*:", 0) == 0 ||
+                              c.listen.rfind("tcp://[::]:", 0) == 0)) {
+    return Status::InvalidArgument(what + ": endpoints: listen " + c.listen +
+                                   " binds every address; set endpoints: advertise to the one peers dial (e.g. "
+                                   "tcp://10.0.0.5:5601)");
+  }
   c.listen = BindSpelling(c.listen);
   c.job_listen = BindSpelling(c.job_listen);
   if (const YAML::Node sec = root["security"]) {
@@ -236,6 +244,13 @@ Result<NodeConfig> ParseNodeConfig(const std::string& text, const std::string& b
       if (peer.id.empty()) return Status::InvalidArgument(pw + ": a peer without id");
       TROUPE_RETURN_IF_ERROR(Read(p, "endpoint", &peer.endpoint, pw));
       TROUPE_RETURN_IF_ERROR(Read(p, "public_key", &peer.public_key, pw));
+      if (!peer.public_key.empty()) {  // the key, or its node.pub (relative to the config's folder)
+        const std::string as_path = Resolve(base_dir, peer.public_key);
+        Result<std::string> key = transport::PublicKeyFromArgument(
+            transport::ValidateZ85Key(peer.public_key, "public key").ok() ? peer.public_key : as_path);
+        if (!key.ok()) return Status::InvalidArgument(pw + " " + peer.id + ": public_key: " + key.status().message());
+        peer.public_key = *key;
+      }
       TROUPE_RETURN_IF_ERROR(ReadLayers(p, &peer.layer_begin, &peer.layer_end, &peer.shard, pw + " " + peer.id));
       if (c.FindPeer(peer.id) || peer.id == c.id) {
         return Status::InvalidArgument(pw + ": duplicate id '" + peer.id + "'");

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -198,7 +199,12 @@ Status WriteKeyFiles(const std::string& dir, const CurveKeyPair& keys) {
     return Status::InvalidArgument("public key does not belong to the secret key");
   }
   if (dir.empty()) return Status::InvalidArgument("key directory: empty path");
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return Status::IoError(Errno(dir));
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    // Its parents first (keys generate --out a/b with no a/ yet).
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(dir).parent_path(), ec);
+    if (ec || (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)) return Status::IoError(Errno(dir));
+  }
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0) return Status::IoError(Errno(dir));
   if (!S_ISDIR(st.st_mode)) return Status::InvalidArgument(dir + ": not a directory");
@@ -263,6 +269,14 @@ Result<std::string> ReadPublicKeyFile(const std::string& path) {
   }
   if (found == nullptr) return Status::Corrupt(path + ": no public-key entry");
   return found->value;
+}
+
+Result<std::string> PublicKeyFromArgument(const std::string& value) {
+  if (ValidateZ85Key(value, "public key").ok()) return value;
+  struct stat st {};
+  if (::stat(value.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return ReadPublicKeyFile(value);
+  return Status::InvalidArgument("'" + value +
+                                 "' is neither a 40-character Z85 public key nor a key file (node.pub) holding one");
 }
 
 Result<Allowlist> LoadAllowlist(const std::string& path) {

@@ -90,6 +90,12 @@ Result<CurveKeyPair> ReadSecretKeyFile(const std::string& path);
 // Reads the single public key of a .pub file (or of a node.key file).
 Result<std::string> ReadPublicKeyFile(const std::string& path);
 
+// A public key as an operator gives it (`--server-key`, a peer's
+// `public_key` in YAML): the 40-character Z85 key itself, or the path of a
+// .pub (or node.key) file holding it. InvalidArgument naming the value when
+// it is neither; the file's own errors otherwise.
+Result<std::string> PublicKeyFromArgument(const std::string& value);
+
 // Loads an allowlist from a file or a directory of *.pub files (see above).
 // An allowlist that names no key is an error (InvalidArgument): an empty
 // allowlist would refuse everyone, which is never what the caller meant.

@@ -78,8 +78,9 @@ Status CheckBindAllowed(const std::string& endpoint, const SecurityConfig& confi
   return Status::InvalidArgument(
       "refusing to bind " + endpoint +
       " without CURVE keys: plain mode is for loopback only (127.0.0.1, ipc://). Give the node "
-      "its secret key and a peer allowlist, or pass --insecure to accept unauthenticated, "
-      "unencrypted traffic from the network");
+      "its secret key and a peer allowlist (node config security: curve: true, secret_key, allowlist), "
+      "or, to accept unauthenticated, unencrypted traffic from the network, set security: insecure: true "
+      "in the node config (cluster up: --insecure)");
 }
 
 Status ApplyServerSecurity(zmq::socket_t& socket, const SecurityConfig& config) {

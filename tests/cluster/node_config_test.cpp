@@ -75,6 +75,18 @@ TEST(NodeConfigTest, NamesTheBadKey) {
   EXPECT_NE(bad("id: a\nroles: [head]\nmodel: m\nsecurity: {curve: true}\n").find("secret_key"), std::string::npos);
   EXPECT_NE(bad("id: a\nroles: [shard]\nlayers: [0, 1]\nmodel: m\nhead: h\n").find("head"), std::string::npos);
   EXPECT_NE(bad("[1, 2]").find("mapping"), std::string::npos);
+  // Every address bound and none advertised: peers would dial 0.0.0.0.
+  for (const char* any : {"tcp://0.0.0.0:5601", "tcp://*:5601", "tcp://[::]:5601"}) {
+    const std::string why = bad(std::string("id: a\nroles: [head]\nmodel: m\nendpoints: {listen: \"") + any + "\"}\n");
+    EXPECT_NE(why.find("set endpoints: advertise"), std::string::npos) << why;
+  }
+  EXPECT_TRUE(ParseNodeConfig("id: a\nroles: [head]\nmodel: m\nendpoints: {listen: \"tcp://0.0.0.0:5601\", "
+                              "advertise: \"tcp://10.0.0.5:5601\"}\n",
+                              "", "x.yaml")
+                  .ok());
+  // A peer's public_key that is neither a key nor a key file.
+  EXPECT_NE(bad("id: a\nroles: [head]\nmodel: m\npeers: [{id: s, public_key: nope}]\n").find("public_key"),
+            std::string::npos);
 }
 
 TEST(NodeConfigTest, HttpListenOfAHead) {

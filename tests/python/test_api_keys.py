@@ -264,6 +264,14 @@ def test_the_job_endpoint_takes_the_allowlisted_client_key(cluster):
     assert "job endpoint: CURVE, clients from" in head_log(cluster)
 
 
+def test_the_server_key_may_be_given_as_the_heads_pub_file(cluster):
+    p = run("submit", "--endpoint", cluster.endpoint, "--prompt", "Hello there", "--max-tokens", "4", "--json",
+            "--server-key", cluster.info["server_key_file"], "--client-key", cluster.info["client_key_file"])
+    assert p.returncode == 0, p.stderr
+    bad = run("submit", "--endpoint", cluster.endpoint, "--prompt", "Hi", "--server-key", "no-such-key")
+    assert bad.returncode == 1 and "'no-such-key' is neither" in bad.stderr, bad.stderr
+
+
 @pytest.mark.parametrize("which", ["fresh", "node"])
 def test_the_job_endpoint_refuses_unlisted_keys_at_once(cluster, which):
     # A fresh key pair (no --client-key), or a node's key: not in the client allowlist.

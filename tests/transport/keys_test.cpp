@@ -79,6 +79,25 @@ TEST(Keys, GenerateKeyFilesWritesPrivateSecretAndPublicFile) {
   EXPECT_NE(again.message().find("already exists"), std::string::npos);
 }
 
+TEST(Keys, GenerateKeyFilesMakesMissingParents) {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/a/b";  // no a/ yet
+  ASSERT_TRUE(GenerateKeyFiles(dir).ok());
+  EXPECT_TRUE(ReadPublicKeyFile(dir + "/node.pub").ok());
+}
+
+TEST(Keys, APublicKeyArgumentIsTheKeyOrAFileHoldingIt) {
+  TempDir tmp;
+  ASSERT_TRUE(GenerateKeyFiles(tmp.path() + "/n").ok());
+  auto value = [](Result<std::string> r) { return r.ok() ? *r : "error: " + r.status().message(); };
+  const std::string key = value(ReadPublicKeyFile(tmp.path() + "/n/node.pub"));
+  EXPECT_EQ(value(PublicKeyFromArgument(key)), key);
+  EXPECT_EQ(value(PublicKeyFromArgument(tmp.path() + "/n/node.pub")), key);
+  EXPECT_EQ(value(PublicKeyFromArgument(tmp.path() + "/n/node.key")), key);
+  const std::string bad = value(PublicKeyFromArgument("not-a-key"));
+  EXPECT_NE(bad.find("'not-a-key' is neither"), std::string::npos) << bad;
+}
+
 TEST(Keys, SecretFileReadableByOthersIsRefused) {
   TempDir tmp;
   ASSERT_TRUE(GenerateKeyFiles(tmp.path()).ok());
