@@ -84,6 +84,17 @@ struct JobClient::Impl {
     return Status::DeadlineExceeded("no answer from " + options.endpoint + " within " +
                                     std::to_string(timeout_ms / 1000.0).substr(0, 4) + " s (is the cluster running?)");
   }
+
+  // One request, one answer: `env` sent under a fresh request id; the
+  // answer, or the head's Error as a Status.
+  Result<v1::Envelope> Ask(v1::Envelope env) {
+    const uint64_t request = next_request++;
+    env.set_request_id(request);
+    TROUPE_RETURN_IF_ERROR(Send(env));
+    TROUPE_ASSIGN_OR_RETURN(v1::Envelope answer, Receive(request, options.first_reply_ms));
+    if (answer.has_error()) return StatusFromError(answer.error());
+    return answer;
+  }
 };
 
 namespace {
@@ -129,6 +140,11 @@ Result<std::unique_ptr<JobClient>> JobClient::Connect(const JobClientOptions& op
 Result<v1::Finish> JobClient::Run(const v1::JobSubmit& job, const std::function<void(const v1::Token&)>& on_token,
                                   const std::function<void(const v1::JobStatus&)>& on_queued) {
   TROUPE_RETURN_IF_ERROR(Submit(job).status());
+  return ToTheEnd(on_token, on_queued);
+}
+
+Result<v1::Finish> JobClient::ToTheEnd(const std::function<void(const v1::Token&)>& on_token,
+                                       const std::function<void(const v1::JobStatus&)>& on_queued) {
   while (true) {
     TROUPE_ASSIGN_OR_RETURN(Event ev, Next(nullptr));
     if (ev.has_finish) return std::move(ev.finish);
@@ -141,22 +157,13 @@ Result<v1::Finish> JobClient::Attach(uint64_t job_id, uint32_t from_index,
                                      const std::function<void(const v1::Token&)>& on_token,
                                      const std::function<void(const v1::JobStatus&)>& on_queued) {
   TROUPE_RETURN_IF_ERROR(Follow(job_id, from_index).status());
-  while (true) {
-    TROUPE_ASSIGN_OR_RETURN(Event ev, Next(nullptr));
-    if (ev.has_finish) return std::move(ev.finish);
-    if (ev.has_token && on_token) on_token(ev.token);
-    if (ev.has_queued && on_queued) on_queued(ev.queued);
-  }
+  return ToTheEnd(on_token, on_queued);
 }
 
 Result<v1::JobStatus> JobClient::JobStatusOf(uint64_t job_id) {
-  Impl& m = *impl_;
-  const uint64_t request = m.next_request++;
-  v1::Envelope env = NewEnvelope(request);
+  v1::Envelope env = NewEnvelope();
   env.mutable_job_status_query()->set_job_id(job_id);
-  TROUPE_RETURN_IF_ERROR(m.Send(env));
-  TROUPE_ASSIGN_OR_RETURN(v1::Envelope answer, m.Receive(request, m.options.first_reply_ms));
-  if (answer.has_error()) return StatusFromError(answer.error());
+  TROUPE_ASSIGN_OR_RETURN(v1::Envelope answer, impl_->Ask(std::move(env)));
   if (!answer.has_job_status()) return Status::Corrupt("unexpected answer to a job status query");
   return answer.job_status();
 }
@@ -175,38 +182,26 @@ Result<v1::JobStatus> JobClient::CancelJob(uint64_t job_id) {
 }
 
 Result<v1::MetricsSnapshot> JobClient::Metrics() {
-  Impl& m = *impl_;
-  const uint64_t request = m.next_request++;
-  v1::Envelope env = NewEnvelope(request);
+  v1::Envelope env = NewEnvelope();
   env.mutable_metrics_query();
-  TROUPE_RETURN_IF_ERROR(m.Send(env));
-  TROUPE_ASSIGN_OR_RETURN(v1::Envelope answer, m.Receive(request, m.options.first_reply_ms));
-  if (answer.has_error()) return StatusFromError(answer.error());
+  TROUPE_ASSIGN_OR_RETURN(v1::Envelope answer, impl_->Ask(std::move(env)));
   if (!answer.has_metrics_snapshot()) return Status::Corrupt("unexpected answer to a metrics query");
   return answer.metrics_snapshot();
 }
 
 Result<v1::KeptSessionList> JobClient::KeptSessions() {
-  Impl& m = *impl_;
-  const uint64_t request = m.next_request++;
-  v1::Envelope env = NewEnvelope(request);
+  v1::Envelope env = NewEnvelope();
   env.mutable_kept_session_query();
-  TROUPE_RETURN_IF_ERROR(m.Send(env));
-  TROUPE_ASSIGN_OR_RETURN(v1::Envelope answer, m.Receive(request, m.options.first_reply_ms));
-  if (answer.has_error()) return StatusFromError(answer.error());
+  TROUPE_ASSIGN_OR_RETURN(v1::Envelope answer, impl_->Ask(std::move(env)));
   if (!answer.has_kept_session_list()) return Status::Corrupt("unexpected answer to a kept session query");
   return answer.kept_session_list();
 }
 
 Status JobClient::CloseKeptSession(const std::string& name) {
   if (!IsValidUtf8(name)) return Status::InvalidArgument("the session name is not valid UTF-8");
-  Impl& m = *impl_;
-  const uint64_t request = m.next_request++;
-  v1::Envelope env = NewEnvelope(request);
+  v1::Envelope env = NewEnvelope();
   env.mutable_kept_session_close()->set_name(name);
-  TROUPE_RETURN_IF_ERROR(m.Send(env));
-  TROUPE_ASSIGN_OR_RETURN(v1::Envelope answer, m.Receive(request, m.options.first_reply_ms));
-  if (answer.has_error()) return StatusFromError(answer.error());
+  TROUPE_ASSIGN_OR_RETURN(v1::Envelope answer, impl_->Ask(std::move(env)));
   if (!answer.has_kept_session_closed()) return Status::Corrupt("unexpected answer to a kept session close");
   return Status::Ok();
 }

@@ -106,6 +106,9 @@ class JobClient {
 
  private:
   explicit JobClient(std::unique_ptr<Impl> impl);
+  // Follows the submitted or attached job to its Finish (as Run).
+  Result<v1::Finish> ToTheEnd(const std::function<void(const v1::Token&)>& on_token,
+                              const std::function<void(const v1::JobStatus&)>& on_queued);
   std::unique_ptr<Impl> impl_;
 };
 
