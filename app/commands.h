@@ -4,8 +4,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include <memory>
 #include <string>
 
+#include "client/job_client.h"
 #include "pipeline/model/model_options.h"
 #include "pipeline/sampling/sampling_params.h"
 
@@ -33,6 +35,16 @@ std::string ResolveModelPath(const std::string& flag);
 // search's --num-beams, --length-penalty, --early-stopping,
 // --num-return-sequences, --seed, --stop) to `cmd`, writing into `params`.
 void AddSamplingFlags(CLI::App* cmd, SamplingParams* params);
+
+// How a client command reaches a head's job endpoint: --endpoint,
+// --server-key (the key or the head's node.pub), --client-key.
+struct HeadFlags {
+  std::string endpoint;
+  std::string server_key;
+  std::string client_key;
+};
+void AddHeadFlags(CLI::App* cmd, HeadFlags* flags);
+Result<std::unique_ptr<client::JobClient>> ConnectToHead(const HeadFlags& flags);
 
 // Prints "troupe: <message>" to stderr and records exit code 1.
 void Fail(const std::string& message);

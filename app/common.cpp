@@ -102,4 +102,19 @@ void AddSamplingFlags(CLI::App* cmd, SamplingParams* p) {
   cmd->add_option("--stop", p->stop, "Stop string (repeatable)");
 }
 
+void AddHeadFlags(CLI::App* cmd, HeadFlags* flags) {
+  cmd->add_option("--endpoint", flags->endpoint, "The head's job endpoint, e.g. tcp://127.0.0.1:5600")->required();
+  cmd->add_option("--server-key", flags->server_key,
+                  "The head's CURVE public key (Z85, or its node.pub), for a CURVE job endpoint");
+  cmd->add_option("--client-key", flags->client_key, "This client's node.key (CURVE)");
+}
+
+Result<std::unique_ptr<client::JobClient>> ConnectToHead(const HeadFlags& flags) {
+  client::JobClientOptions options;
+  options.endpoint = flags.endpoint;
+  options.server_key = flags.server_key;
+  options.client_key_file = flags.client_key;
+  return client::JobClient::Connect(options);
+}
+
 }  // namespace troupe::app

@@ -23,9 +23,7 @@ namespace troupe::app {
 namespace {
 
 struct JobFlags {
-  std::string endpoint;
-  std::string server_key;
-  std::string client_key;
+  HeadFlags head;
   bool json = false;
   uint64_t job_id = 0;
 };
@@ -68,11 +66,7 @@ void Print(const v1::JobStatus& s, bool json) {
 }
 
 void Run(const JobFlags& f, bool cancel) {
-  client::JobClientOptions options;
-  options.endpoint = f.endpoint;
-  options.server_key = f.server_key;
-  options.client_key_file = f.client_key;
-  auto client = client::JobClient::Connect(options);
+  auto client = ConnectToHead(f.head);
   if (!client.ok()) return Fail(client.status().ToString());
   auto status = cancel ? (*client)->CancelJob(f.job_id) : (*client)->JobStatusOf(f.job_id);
   if (!status.ok()) return Fail(status.status().message());
@@ -80,9 +74,7 @@ void Run(const JobFlags& f, bool cancel) {
 }
 
 void AddFlags(CLI::App* cmd, JobFlags* f) {
-  cmd->add_option("--endpoint", f->endpoint, "The head's job endpoint")->required();
-  cmd->add_option("--server-key", f->server_key, "The head's CURVE public key (Z85), for a non-loopback endpoint");
-  cmd->add_option("--client-key", f->client_key, "This client's node.key (CURVE)");
+  AddHeadFlags(cmd, &f->head);
   cmd->add_flag("--json", f->json, "One JSON object");
   cmd->add_option("job", f->job_id, "The job id")->required();
 }

@@ -19,23 +19,13 @@ namespace troupe::app {
 namespace {
 
 struct SessionFlags {
-  std::string endpoint;
-  std::string server_key;
-  std::string client_key;
+  HeadFlags head;
   bool json = false;
   std::string name;
 };
 
-Result<std::unique_ptr<client::JobClient>> ConnectTo(const SessionFlags& f) {
-  client::JobClientOptions options;
-  options.endpoint = f.endpoint;
-  options.server_key = f.server_key;
-  options.client_key_file = f.client_key;
-  return client::JobClient::Connect(options);
-}
-
 void RunList(const SessionFlags& f) {
-  auto client = ConnectTo(f);
+  auto client = ConnectToHead(f.head);
   if (!client.ok()) return Fail(client.status().ToString());
   auto list = (*client)->KeptSessions();
   if (!list.ok()) return Fail(list.status().message());
@@ -63,16 +53,10 @@ void RunList(const SessionFlags& f) {
 }
 
 void RunClose(const SessionFlags& f) {
-  auto client = ConnectTo(f);
+  auto client = ConnectToHead(f.head);
   if (!client.ok()) return Fail(client.status().ToString());
   if (Status st = (*client)->CloseKeptSession(f.name); !st.ok()) return Fail(st.message());
   std::cout << "closed kept session '" << f.name << "'" << std::endl;
-}
-
-void AddConnectionFlags(CLI::App* cmd, SessionFlags* f) {
-  cmd->add_option("--endpoint", f->endpoint, "The head's job endpoint")->required();
-  cmd->add_option("--server-key", f->server_key, "The head's CURVE public key (Z85), for a non-loopback endpoint");
-  cmd->add_option("--client-key", f->client_key, "This client's node.key (CURVE)");
 }
 
 }  // namespace
@@ -82,11 +66,11 @@ void RegisterSession(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("session", "List or close a cluster's kept sessions");
   cmd->require_subcommand(1);
   CLI::App* list = cmd->add_subcommand("list", "The head's live kept sessions");
-  AddConnectionFlags(list, flags.get());
+  AddHeadFlags(list, &flags->head);
   list->add_flag("--json", flags->json, "One JSON object");
   list->callback([flags] { RunList(*flags); });
   CLI::App* close = cmd->add_subcommand("close", "Close a kept session now, freeing its caches");
-  AddConnectionFlags(close, flags.get());
+  AddHeadFlags(close, &flags->head);
   close->add_option("name", flags->name, "The session's name")->required();
   close->callback([flags] { RunClose(*flags); });
 }

@@ -15,18 +15,12 @@ namespace troupe::app {
 namespace {
 
 struct StatusFlags {
-  std::string endpoint;
-  std::string server_key;
-  std::string client_key;
+  HeadFlags head;
   bool json = false;
 };
 
 void RunStatus(const StatusFlags& f) {
-  client::JobClientOptions options;
-  options.endpoint = f.endpoint;
-  options.server_key = f.server_key;
-  options.client_key_file = f.client_key;
-  auto client = client::JobClient::Connect(options);
+  auto client = ConnectToHead(f.head);
   if (!client.ok()) return Fail(client.status().ToString());
   auto m = (*client)->Metrics();
   if (!m.ok()) return Fail(m.status().message());
@@ -53,9 +47,7 @@ void RunStatus(const StatusFlags& f) {
 void RegisterStatus(CLI::App& app) {
   auto flags = std::make_shared<StatusFlags>();
   CLI::App* cmd = app.add_subcommand("status", "Metrics of a cluster's nodes (cache memory, sessions, steps)");
-  cmd->add_option("--endpoint", flags->endpoint, "The head's job endpoint")->required();
-  cmd->add_option("--server-key", flags->server_key, "The head's CURVE public key (Z85), for a non-loopback endpoint");
-  cmd->add_option("--client-key", flags->client_key, "This client's node.key (CURVE)");
+  AddHeadFlags(cmd, &flags->head);
   cmd->add_flag("--json", flags->json, "One JSON object");
   cmd->callback([flags] { RunStatus(*flags); });
 }
