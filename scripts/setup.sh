@@ -25,7 +25,7 @@ LOG_TAG=setup
 APT_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
   libcaf-dev libzmq3-dev cppzmq-dev libsodium-dev
-  libtorch-dev libprotobuf-dev protobuf-compiler libsqlite3-dev
+  libtorch-dev libprotobuf-dev protobuf-compiler libsqlite3-dev libxxhash-dev
   libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libyaml-cpp-dev
   libcpp-httplib-dev libhiredis-dev
   python3 python3-venv python3-pip

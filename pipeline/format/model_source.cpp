@@ -55,6 +55,12 @@ class GgufModelSource final : public ModelSource {
   const ModelConfig& config() const override { return config_; }
   const TokenizerSpec& tokenizer_spec() const override { return spec_; }
   const TensorView* Find(const std::string& name) const override { return file_->FindTensor(name); }
+  std::vector<std::string> tensor_names() const override {
+    std::vector<std::string> names;
+    names.reserve(file_->tensors().size());
+    for (const TensorView& t : file_->tensors()) names.push_back(t.name);
+    return names;
+  }
   std::string fingerprint() const override { return fingerprint_; }
 
  private:
@@ -105,6 +111,7 @@ class HfModelSource final : public ModelSource {
   const ModelConfig& config() const override { return checkpoint_->config(); }
   const TokenizerSpec& tokenizer_spec() const override { return spec_; }
   const TensorView* Find(const std::string& name) const override { return checkpoint_->Find(name); }
+  std::vector<std::string> tensor_names() const override { return checkpoint_->names(); }
   std::string fingerprint() const override { return fingerprint_; }
 
  private:

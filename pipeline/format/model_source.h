@@ -33,8 +33,11 @@ class ModelSource {
   virtual const TokenizerSpec& tokenizer_spec() const = 0;
   // nullptr when absent.
   virtual const TensorView* Find(const std::string& name) const = 0;
-  // A short stable identity of the weights (architecture, sizes, file size)
-  // used to check that nodes serve the same model.
+  // Every tensor's name (GGUF names), in file order.
+  virtual std::vector<std::string> tensor_names() const = 0;
+  // A short stable identity of the model (architecture, sizes, a hash of the
+  // header and a few weight bytes) that SessionOpen and announces carry; the
+  // weights of each layer are checked by pipeline/format/weight_digest.h.
   virtual std::string fingerprint() const = 0;
 
   // Like Find, but NotFound naming the tensor when absent and InvalidArgument

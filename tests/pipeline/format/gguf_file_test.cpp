@@ -4,14 +4,19 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <limits>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "pipeline/format/layer_tensors.h"
 #include "pipeline/format/model_source.h"
+#include "pipeline/format/weight_digest.h"
 #include "tests/pipeline/format/gguf_writer.h"
 
 namespace troupe {
@@ -632,6 +637,66 @@ TEST_F(GgufTest, RandomByteFlipsNeverCrash) {
   RecordProperty("rejected", rejected);
   EXPECT_GT(opened, 100);
   EXPECT_GT(rejected, 100);
+}
+
+TEST(LayerTensorsTest, NamesBelongToTheirLayer) {
+  EXPECT_EQ(LayerOf("blk.0.attn_q.weight"), 0);
+  EXPECT_EQ(LayerOf("blk.27.ffn_down.weight"), 27);
+  EXPECT_EQ(LayerOf("token_embd.weight"), -1);
+  EXPECT_EQ(LayerOf("blk.x.attn_q.weight"), -1);
+  EXPECT_EQ(LayerOf("blk..attn_q.weight"), -1);
+  EXPECT_EQ(LayerOf("blk.12345678901.a"), -1);
+}
+
+TEST_F(GgufTest, LayerBytesCountOnlyTheLayersTensors) {
+  auto src = ModelSource::Open(Write(TinyLlama().Build()));
+  ASSERT_TRUE(src.ok()) << src.status().ToString();
+  EXPECT_EQ(LayerBytes(**src), (std::vector<uint64_t>{32 * 4 + 2 * 18 + 20 + 144 + 210 + 16}));
+  const auto names = LayerTensors(**src);
+  ASSERT_EQ(names.size(), 1u);
+  EXPECT_EQ(names[0].front(), "blk.0.attn_k.weight");  // in name order
+}
+
+TEST_F(GgufTest, WeightDigestsTellChangedWeightsApartAndAreCached) {
+  const std::vector<uint8_t> bytes = TinyLlama().Build();
+  const std::string path = Write(bytes, "a.gguf");
+  auto src = ModelSource::Open(path);
+  ASSERT_TRUE(src.ok()) << src.status().ToString();
+  auto d = LayerDigests::Compute(**src, 0, 1);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  const std::string span = d->Span(0, 1);
+  EXPECT_EQ(span.size(), 16u);
+  EXPECT_EQ(d->Span(0, 2), "");  // layer 1 was not computed
+  EXPECT_FALSE(LayerDigests::Compute(**src, 0, 2).ok());
+  EXPECT_TRUE(std::filesystem::exists(path + ".troupe-digests.json"));
+  // A second computation reads the cache and agrees.
+  auto again = LayerDigests::Compute(**src, 0, 1);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->Span(0, 1), span);
+
+  // One byte of blk.0.ffn_up changed: another digest (its cache is its own).
+  auto opened = GgufFile::Open(path);
+  ASSERT_TRUE(opened.ok());
+  const TensorView* up = (*opened)->FindTensor("blk.0.ffn_up.weight");
+  ASSERT_NE(up, nullptr);
+  std::vector<uint8_t> changed = bytes;
+  changed[up->data - (*opened)->bytes() + 7] ^= 1;
+  auto other = ModelSource::Open(Write(changed, "b.gguf"));
+  ASSERT_TRUE(other.ok());
+  auto od = LayerDigests::Compute(**other, 0, 1);
+  ASSERT_TRUE(od.ok());
+  EXPECT_NE(od->Span(0, 1), span);
+
+  // A stale cache (the file rewritten with other weights) is not believed.
+  src->reset();
+  opened->reset();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // another mtime
+  Write(changed, "a.gguf");
+  auto rewritten = ModelSource::Open(path);
+  ASSERT_TRUE(rewritten.ok());
+  auto rd = LayerDigests::Compute(**rewritten, 0, 1);
+  ASSERT_TRUE(rd.ok());
+  EXPECT_EQ(rd->Span(0, 1), od->Span(0, 1));
 }
 
 }  // namespace
