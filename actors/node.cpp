@@ -18,9 +18,11 @@
 
 #include "actors/bridge.h"
 #include "actors/embedding_actor.h"
+#include "actors/join.h"
 #include "actors/lm_head_actor.h"
 #include "actors/local_messages.h"
 #include "actors/node_context.h"
+#include "actors/node_security.h"
 #include "actors/sampler_actor.h"
 #include "actors/scheduler_actor.h"
 #include "actors/shard_actor.h"
@@ -38,6 +40,9 @@
 #include "transport/zap_handler.h"
 
 namespace troupe::actors {
+
+// How long a shard with `layers: auto` waits for its head to answer.
+constexpr std::chrono::seconds kJoinWait{300};
 
 // Members in construction order; Stop() tears them down in the order CAF 0.17
 // and ZeroMQ need (see node.h).
@@ -67,9 +72,16 @@ int Node::http_port() const { return impl_->http ? impl_->http->port() : 0; }
 
 namespace {
 
+std::string ModelName(const std::string& path) {
+  std::filesystem::path model(path);
+  if (model.filename().empty()) model = model.parent_path();  // "folder/"
+  return model.filename().string();
+}
+
 Status LoadModel(const cluster::NodeConfig& c, NodeContext* ctx, std::shared_ptr<Decoder>* decoder) {
   TROUPE_ASSIGN_OR_RETURN(std::unique_ptr<ModelSource> source, ModelSource::Open(c.model));
   ctx->fingerprint = source->fingerprint();
+  ctx->model_name = ModelName(c.model);
   ModelOptions options;
   options.threads = c.threads;
   options.device = c.device;
@@ -88,17 +100,14 @@ Status LoadModel(const cluster::NodeConfig& c, NodeContext* ctx, std::shared_ptr
     TROUPE_ASSIGN_OR_RETURN(auto d, Decoder::Load(*source, c.layer_begin, c.layer_end, options));
     *decoder = std::move(d);
   }
+  // A head checks every layer a shard announces; a shard digests its own.
+  const int64_t digest_begin = c.head ? 0 : c.layer_begin;
+  const int64_t digest_end = c.head ? source->config().n_layers : c.layer_end;
+  TROUPE_ASSIGN_OR_RETURN(LayerDigests digests, LayerDigests::Compute(*source, digest_begin, digest_end));
+  ctx->digests = std::make_shared<const LayerDigests>(std::move(digests));
   ctx->source = std::move(source);
   at::set_num_threads(ResolveThreads(options));
   return Status::Ok();
-}
-
-Result<transport::SecurityConfig> NodeSecurity(const cluster::NodeConfig& c) {
-  if (!c.curve) return transport::PlainSecurity(c.insecure);
-  TROUPE_ASSIGN_OR_RETURN(transport::SecurityConfig sec,
-                          transport::CurveSecurityFromFiles(c.secret_key_file, c.allowlist));
-  sec.insecure = c.insecure;
-  return sec;
 }
 
 // The job endpoint's security: plain, or CURVE with the node's keys in the
@@ -146,9 +155,7 @@ Result<std::unique_ptr<http::HttpServer>> StartHttp(const cluster::NodeConfig& c
   options.keys = std::move(keys);
   options.count_prompt_tokens = PromptCounter(ctx);
   TROUPE_RETURN_IF_ERROR(cluster::ParseHostPort(c.http_listen, &options.host, &options.port));
-  std::filesystem::path model(c.model);
-  if (model.filename().empty()) model = model.parent_path();  // "folder/"
-  options.model_id = model.filename().string();
+  options.model_id = ModelName(c.model);
   options.node_id = c.id;
   client::JobClientOptions to_head;
   to_head.endpoint = job_endpoint;
@@ -175,7 +182,8 @@ Result<std::unique_ptr<Node>> Node::Start(const cluster::NodeConfig& config) {
   Impl& m = *node->impl_;
   TROUPE_RETURN_IF_ERROR(LoadModel(config, ctx.get(), &m.decoder));
 
-  TROUPE_ASSIGN_OR_RETURN(transport::SecurityConfig security, NodeSecurity(config));
+  TROUPE_ASSIGN_OR_RETURN(transport::SecurityConfig security, NodeLinkSecurity(config));
+  if (security.curve) ctx->public_key = security.keys.public_key;
   transport::SecurityConfig job_security = transport::PlainSecurity();
   if (config.head) {
     TROUPE_ASSIGN_OR_RETURN(job_security, JobSecurity(config, security));
@@ -341,13 +349,24 @@ Status WriteReadyFile(const cluster::NodeConfig& config, const Node& node) {
   return Status::Ok();
 }
 
-int RunNode(const cluster::NodeConfig& config) {
+int RunNode(const cluster::NodeConfig& given) {
   // Before any other thread exists, so that every thread inherits the mask.
   const cluster::StopSignals stop = cluster::StopSignals::Block();
+  cluster::NodeConfig config = given;
   auto parent_gone = [&] { return config.parent_pid > 0 && ::getppid() != config.parent_pid; };
   if (config.parent_pid > 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (parent_gone()) return 1;  // the parent died before we could watch it
+  }
+  if (config.layers_auto) {
+    Result<scheduling::LayerSpan> span =
+        ChooseLayers(config, kJoinWait, [&] { return stop.WaitSignal(0) != 0 || parent_gone(); });
+    if (!span.ok()) {
+      std::cerr << "troupe node " << config.id << ": " << span.status().ToString() << std::endl;
+      return 1;
+    }
+    config.layer_begin = span->begin;
+    config.layer_end = span->end;
   }
   Result<std::unique_ptr<Node>> node = Node::Start(config);
   if (!node.ok()) {

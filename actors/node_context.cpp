@@ -115,6 +115,7 @@ std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& f
     case v1::Envelope::kMetricsSnapshot:  // a shard's answer to the head's query
     case v1::Envelope::kError:
     case v1::Envelope::kRegistryAnnounce:
+    case v1::Envelope::kCoverageQuery:
     case v1::Envelope::kHeartbeat:
     case v1::Envelope::kJobSubmit:
     case v1::Envelope::kJobCancel:

@@ -25,6 +25,7 @@
 #include "messages/protocol.h"
 #include "messages/reject_counters.h"
 #include "pipeline/format/model_source.h"
+#include "pipeline/format/weight_digest.h"
 #include "pipeline/model/amateur.h"
 #include "pipeline/model/embedding.h"
 #include "pipeline/model/lm_head.h"
@@ -85,6 +86,11 @@ struct NodeContext {
   std::string node_endpoint;  // advertised node listener address
   std::string job_endpoint;   // head: bound job endpoint address
   std::string fingerprint;    // of the model
+  std::string model_name;     // its file or folder name, for messages
+  std::string public_key;     // this node's CURVE public key (Z85); empty when plain
+  // pipeline/format/weight_digest.h: a head's of every layer, a shard's of
+  // its span (its announce carries them; the head compares).
+  std::shared_ptr<const LayerDigests> digests;
 
   transport::PollLoop* loop = nullptr;
   transport::Links* links = nullptr;

@@ -2,6 +2,8 @@
 
 #include <deque>
 #include <iostream>
+#include <map>
+#include <optional>
 #include <random>
 #include <type_traits>
 #include <utility>
@@ -130,6 +132,7 @@ class SchedulerActor : public StageActor {
         if (env.error().has_session_id()) Execute(jobs_.Failed(env.error().session_id(), env.error(), now));
         return;
       case v1::Envelope::kRegistryAnnounce: return Announced(m.from, env.registry_announce());
+      case v1::Envelope::kCoverageQuery: return CoverageAsked(m.from, env.request_id(), env.coverage_query());
       case v1::Envelope::kHeartbeat: return jobs_.registry().Touch(env.heartbeat().node_id(), now);
       case v1::Envelope::kMetricsQuery: return QueryMetrics(from, env.request_id());
       case v1::Envelope::kMetricsSnapshot:
@@ -265,23 +268,89 @@ class SchedulerActor : public StageActor {
     Execute(sched::Reply{from, book_->StatusOf(job_id, request_id, Live(job_id))});
   }
 
+  // Refuses a node whose model is not the head's (WRONG_MODEL, naming both,
+  // logged here too); nullopt when it is the same.
+  std::optional<std::string> ModelMismatch(const std::string& node_id, const std::string& fingerprint,
+                                           const std::string& model_name) const {
+    if (fingerprint == ctx_->fingerprint) return std::nullopt;
+    return "node '" + node_id + "' serves model " + (model_name.empty() ? std::string("?") : model_name) + " (" +
+           fingerprint + "), the head " + ctx_->model_name + " (" + ctx_->fingerprint + ")";
+  }
+
+  void RefuseNode(const Origin& from, uint64_t request_id, const std::string& node_id, const std::string& text) {
+    // Announces repeat every second: say it once per node and reason.
+    if (refused_said_[node_id] != text) {
+      refused_said_[node_id] = text;
+      Say("refused " + text);
+    }
+    Execute(sched::Reply{from, ErrorEnvelope(v1::WRONG_MODEL, text, ctx_->node_id, 0, request_id)});
+  }
+
   void Announced(const Origin& from, const v1::RegistryAnnounce& a) {
-    if (a.model_fingerprint() != ctx_->fingerprint) {
-      return Execute(sched::Reply{from, ErrorEnvelope(v1::WRONG_MODEL,
-                                                      "node '" + a.node_id() + "' serves model " +
-                                                          a.model_fingerprint() + ", the head " + ctx_->fingerprint,
-                                                      ctx_->node_id)});
+    if (auto mismatch = ModelMismatch(a.node_id(), a.model_fingerprint(), a.model_name())) {
+      return RefuseNode(from, 0, a.node_id(), *mismatch);
     }
     std::string endpoint;
     for (const v1::Endpoint& e : a.endpoints()) {
       if (e.name() == "steps") endpoint = e.address();
     }
     if (endpoint.empty() || a.layers_size() == 0) return;
+    const int64_t begin = a.layers(0).begin(), end = a.layers(0).end();
+    if (end > ctx_->source->config().n_layers || begin >= end) {
+      return RefuseNode(from, 0, a.node_id(),
+                        "node '" + a.node_id() + "' announces layers " + std::to_string(begin) + "-" +
+                            std::to_string(end) + " of a model with " +
+                            std::to_string(ctx_->source->config().n_layers));
+    }
+    const std::string expected = ctx_->digests ? ctx_->digests->Span(begin, end) : "";
+    if (!expected.empty() && a.layers_digest() != expected) {
+      return RefuseNode(from, 0, a.node_id(),
+                        "node '" + a.node_id() + "' serves model " + a.model_name() + " with other weights in layers " +
+                            std::to_string(begin) + "-" + std::to_string(end) + " (digest " +
+                            (a.layers_digest().empty() ? std::string("none") : a.layers_digest()) + ", the head's " +
+                            ctx_->model_name + " " + expected + ")");
+    }
+    if (ctx_->links->curve() && !a.public_key().empty()) {
+      // Its connection passed the allowlist; a key outside it is not one to dial.
+      if (!ctx_->links->Allows(a.public_key())) {
+        return RefuseNode(from, 0, a.node_id(),
+                          "node '" + a.node_id() + "' announces public key " + a.public_key() +
+                              ", which is not in this head's allowlist");
+      }
+      ctx_->links->LearnKey(a.node_id(), a.public_key());
+    }
+    refused_said_.erase(a.node_id());
     sched::Registry& registry = jobs_.registry();
     const bool fresh = registry.Find(a.node_id()) == nullptr;
-    registry.Upsert(
-        sched::ShardEntry{a.node_id(), endpoint, a.layers(0).begin(), a.layers(0).end(), false, Clock::now()});
-    if (fresh) (void)ctx_->links->ConnectTo(a.node_id(), endpoint);  // dial early: the first job does not wait
+    sched::ShardEntry entry{a.node_id(), endpoint, begin, end, false, Clock::now()};
+    entry.public_key = a.public_key();
+    registry.Upsert(std::move(entry));
+    if (fresh) {
+      Say("shard '" + a.node_id() + "' joined: layers " + std::to_string(begin) + "-" + std::to_string(end) + " at " +
+          endpoint);
+      (void)ctx_->links->ConnectTo(a.node_id(), endpoint);  // dial early: the first job does not wait
+    }
+  }
+
+  // A node about to choose its layers (`layers: auto`) asks what is served.
+  void CoverageAsked(const Origin& from, uint64_t request_id, const v1::CoverageQuery& q) {
+    if (auto mismatch = ModelMismatch(q.node_id(), q.model_fingerprint(), q.model_name())) {
+      return RefuseNode(from, request_id, q.node_id(), *mismatch);
+    }
+    const auto now = Clock::now();
+    const int64_t n = ctx_->source->config().n_layers;
+    v1::Envelope env = NewEnvelope(request_id);
+    v1::Coverage* c = env.mutable_coverage();
+    c->set_n_layers(static_cast<uint32_t>(n));
+    for (uint32_t count : jobs_.registry().Coverage(n, now)) c->add_replicas(count);
+    c->set_model_fingerprint(ctx_->fingerprint);
+    c->set_model_name(ctx_->model_name);
+    for (const sched::ShardEntry& e : jobs_.registry().Live(now)) {
+      v1::LayerRange* r = c->add_spans();
+      r->set_begin(static_cast<uint32_t>(e.layer_begin));
+      r->set_end(static_cast<uint32_t>(e.layer_end));
+    }
+    Execute(sched::Reply{from, std::move(env)});
   }
 
   void QueryMetrics(const Origin& from, uint64_t request_id) {
@@ -291,6 +360,8 @@ class SchedulerActor : public StageActor {
                                       registry.Routable(ctx_->source->config().n_layers, now), now);
     for (const sched::ShardEntry& e : registry.Live(now)) {
       if (e.node_id == ctx_->node_id) continue;  // counted above
+      queries_.Note(q, e.node_id, "layer_begin", static_cast<double>(e.layer_begin));
+      queries_.Note(q, e.node_id, "layer_end", static_cast<double>(e.layer_end));
       v1::Envelope env = NewEnvelope(q);
       env.mutable_metrics_query();
       if (sender_.ToNode(e.node_id, e.endpoint, std::move(env)).ok()) queries_.Expect(q, e.node_id);
@@ -376,6 +447,7 @@ class SchedulerActor : public StageActor {
   Clock::time_point started_;
   Clock::time_point expired_;  // the last Expire
   sched::MetricsQueries queries_;
+  std::map<std::string, std::string> refused_said_;  // node -> the refusal last logged
 };
 
 }  // namespace

@@ -36,6 +36,7 @@ Status Sender::ForwardStep(v1::Step step, at::Tensor tensor) {
   v1::Envelope env = NewEnvelope();
   *env.mutable_step() = std::move(step);
   if (node == ctx_->node_id) return Local(std::move(env), std::move(tensor));
+  if (ctx_->links->curve()) ctx_->links->LearnKey(node, env.step().hop().public_key());
   TROUPE_ASSIGN_OR_RETURN(transport::LinkId link, ctx_->links->ConnectTo(node, endpoint));
   return Deliver(link, "", std::move(env), tensor);
 }

@@ -269,6 +269,9 @@ class ShardActor : public StageActor {
     v1::LayerRange* r = a->add_layers();
     r->set_begin(static_cast<uint32_t>(decoder_->begin_layer()));
     r->set_end(static_cast<uint32_t>(decoder_->end_layer()));
+    a->set_public_key(ctx_->public_key);
+    a->set_model_name(ctx_->model_name);
+    if (ctx_->digests) a->set_layers_digest(ctx_->digests->Span(decoder_->begin_layer(), decoder_->end_layer()));
     (void)sender_.ToNode(head, peer->endpoint, std::move(env));  // best effort; repeated every tick
     ScheduleRetry();
   }

@@ -33,17 +33,27 @@ Status Read(const YAML::Node& node, const char* key, T* out, const std::string& 
   return Status::Ok();
 }
 
-Status ReadLayers(const YAML::Node& node, int64_t* begin, int64_t* end, bool* present, const std::string& what) {
+// `layers: [begin, end]`; with `is_auto`, also `layers: auto`.
+Status ReadLayers(const YAML::Node& node, int64_t* begin, int64_t* end, bool* present, const std::string& what,
+                  bool* is_auto = nullptr) {
   const YAML::Node v = node["layers"];
   *present = false;
   if (!v) return Status::Ok();
+  if (is_auto && v.IsScalar() && v.Scalar() == "auto") {
+    *is_auto = true;
+    *present = true;
+    return Status::Ok();
+  }
   std::vector<int64_t> l;
   try {
     l = v.as<std::vector<int64_t>>();
   } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(what + ": layers: " + e.what());
+    return Status::InvalidArgument(what + ": layers: expected [begin, end]" + (is_auto ? " or auto" : "") + " (" +
+                                   e.what() + ")");
   }
-  if (l.size() != 2) return Status::InvalidArgument(what + ": layers: expected [begin, end]");
+  if (l.size() != 2) {
+    return Status::InvalidArgument(what + ": layers: expected [begin, end]" + (is_auto ? " or auto" : ""));
+  }
   if (l[0] < 0 || l[0] >= l[1]) {
     return Status::InvalidArgument(what + ": layers: begin " + std::to_string(l[0]) + " >= end " +
                                    std::to_string(l[1]));
@@ -57,6 +67,9 @@ Status ReadLayers(const YAML::Node& node, int64_t* begin, int64_t* end, bool* pr
 const std::set<std::string> kTopKeys = {"id",
                                         "roles",
                                         "layers",
+                                        "memory_budget_mb",
+                                        "join",
+                                        "head_public_key",
                                         "model",
                                         "amateur_model",
                                         "device",
@@ -147,11 +160,14 @@ Result<NodeConfig> ParseNodeConfig(const std::string& text, const std::string& b
   }
   if (!c.head && !c.shard) return Status::InvalidArgument(what + ": roles: name head and/or shard");
   bool has_layers = false;
-  TROUPE_RETURN_IF_ERROR(ReadLayers(root, &c.layer_begin, &c.layer_end, &has_layers, what));
-  if (c.shard && !has_layers) return Status::InvalidArgument(what + ": layers: a shard needs [begin, end]");
+  TROUPE_RETURN_IF_ERROR(ReadLayers(root, &c.layer_begin, &c.layer_end, &has_layers, what, &c.layers_auto));
+  if (c.shard && !has_layers) return Status::InvalidArgument(what + ": layers: a shard needs [begin, end] or auto");
+  double memory_mb = 0;
+  TROUPE_RETURN_IF_ERROR(Read(root, "memory_budget_mb", &memory_mb, what));
+  if (memory_mb < 0) return Status::InvalidArgument(what + ": memory_budget_mb: must be >= 0");
+  c.memory_budget_bytes = static_cast<uint64_t>(memory_mb * 1024 * 1024);
   TROUPE_RETURN_IF_ERROR(Read(root, "model", &c.model, what));
   c.model = Resolve(base_dir, c.model);
-  if (c.model.empty()) return Status::InvalidArgument(what + ": model: missing");
   TROUPE_RETURN_IF_ERROR(Read(root, "amateur_model", &c.amateur_model, what));
   if (!c.amateur_model.empty()) {
     if (!c.head) return Status::InvalidArgument(what + ": amateur_model: only a head runs the amateur model");
@@ -198,13 +214,6 @@ Result<NodeConfig> ParseNodeConfig(const std::string& text, const std::string& b
     }
     if (!c.head) return Status::InvalidArgument(what + ": endpoints: http: only a head serves the HTTP API");
   }
-  // Every address bound, none advertised: peers would be told to dial 0.0.0.0.
-  if (c.advertise.empty() && (c.listen.rfind("tcp://0.0.0.0:", 0) == 0 || c.listen.rfind("tcp://*:", 0) == 0 ||
-                              c.listen.rfind("tcp://[::]:", 0) == 0)) {
-    return Status::InvalidArgument(what + ": endpoints: listen " + c.listen +
-                                   " binds every address; set endpoints: advertise to the one peers dial (e.g. "
-                                   "tcp://10.0.0.5:5601)");
-  }
   c.listen = BindSpelling(c.listen);
   c.job_listen = BindSpelling(c.job_listen);
   if (const YAML::Node sec = root["security"]) {
@@ -217,9 +226,6 @@ Result<NodeConfig> ParseNodeConfig(const std::string& text, const std::string& b
     c.secret_key_file = Resolve(base_dir, c.secret_key_file);
     c.allowlist = Resolve(base_dir, c.allowlist);
     c.client_allowlist = Resolve(base_dir, c.client_allowlist);
-  }
-  if (c.curve && (c.secret_key_file.empty() || c.allowlist.empty())) {
-    return Status::InvalidArgument(what + ": security: curve needs secret_key and allowlist");
   }
   if (!c.head && (!c.client_allowlist.empty() || c.job_curve)) {
     return Status::InvalidArgument(what +
@@ -258,13 +264,85 @@ Result<NodeConfig> ParseNodeConfig(const std::string& text, const std::string& b
       c.peers.push_back(std::move(peer));
     }
   }
-  if (!c.head_id.empty() && !c.FindPeer(c.head_id) && c.head_id != c.id) {
-    return Status::InvalidArgument(what + ": head: '" + c.head_id + "' is not among the peers");
+  std::string join, head_key;
+  TROUPE_RETURN_IF_ERROR(Read(root, "join", &join, what));
+  TROUPE_RETURN_IF_ERROR(Read(root, "head_public_key", &head_key, what));
+  if (!join.empty()) {
+    if (!head_key.empty() && !transport::ValidateZ85Key(head_key, "public key").ok()) {
+      head_key = Resolve(base_dir, head_key);
+    }
+    if (Status st = JoinHead(&c, join, head_key); !st.ok()) return Status::InvalidArgument(what + ": " + st.message());
+  } else if (!head_key.empty()) {
+    return Status::InvalidArgument(what + ": head_public_key: goes with join");
   }
   TROUPE_RETURN_IF_ERROR(Read(root, "ready_file", &c.ready_file, what));
   c.ready_file = Resolve(base_dir, c.ready_file);
   TROUPE_RETURN_IF_ERROR(Read(root, "parent_pid", &c.parent_pid, what));
+  TROUPE_RETURN_IF_ERROR(ValidateNodeConfig(c, what));
   return c;
+}
+
+Status ValidateNodeConfig(const NodeConfig& c, const std::string& what) {
+  if (c.id.empty() || c.id.size() > 255) return Status::InvalidArgument(what + ": id: must be 1 to 255 characters");
+  if (!c.head && !c.shard) return Status::InvalidArgument(what + ": roles: name head and/or shard");
+  if (c.model.empty()) return Status::InvalidArgument(what + ": model: missing");
+  if (c.shard && !c.layers_auto && (c.layer_begin < 0 || c.layer_begin >= c.layer_end)) {
+    return Status::InvalidArgument(what + ": layers: a shard needs [begin, end] with begin < end, or auto");
+  }
+  if (c.layers_auto && !c.shard) return Status::InvalidArgument(what + ": layers: auto is for a shard");
+  if (c.layers_auto && c.head) {
+    return Status::InvalidArgument(what + ": layers: auto needs a head to join, not a head in the same node");
+  }
+  if (c.layers_auto && c.head_id.empty()) {
+    return Status::InvalidArgument(what + ": layers: auto needs the head to ask (join: or head:)");
+  }
+  // Every address bound, none advertised: peers would be told to dial 0.0.0.0.
+  if (c.advertise.empty() && (c.listen.rfind("tcp://0.0.0.0:", 0) == 0 || c.listen.rfind("tcp://*:", 0) == 0 ||
+                              c.listen.rfind("tcp://[::]:", 0) == 0)) {
+    return Status::InvalidArgument(what + ": endpoints: listen " + c.listen +
+                                   " binds every address; set endpoints: advertise to the one peers dial (e.g. "
+                                   "tcp://10.0.0.5:5601)");
+  }
+  if (c.curve && (c.secret_key_file.empty() || c.allowlist.empty())) {
+    return Status::InvalidArgument(what + ": security: curve needs secret_key and allowlist");
+  }
+  if (!c.head_id.empty() && !c.FindPeer(c.head_id) && c.head_id != c.id) {
+    return Status::InvalidArgument(what + ": head: '" + c.head_id + "' is not among the peers");
+  }
+  if (c.curve && !c.head_id.empty() && c.head_id != c.id) {
+    const PeerConfig* head = c.FindPeer(c.head_id);
+    if (head && head->public_key.empty()) {
+      return Status::InvalidArgument(what + ": head: '" + c.head_id +
+                                     "' has no public_key (curve: this node dials it; give head_public_key)");
+    }
+  }
+  return Status::Ok();
+}
+
+Status JoinHead(NodeConfig* c, const std::string& endpoint, const std::string& public_key) {
+  if (endpoint.rfind("tcp://", 0) != 0) {
+    return Status::InvalidArgument("join: '" + endpoint + "' is not a tcp://HOST:PORT endpoint");
+  }
+  if (c->head_id.empty()) c->head_id = "head";
+  std::string key;
+  if (!public_key.empty()) {
+    Result<std::string> k = transport::PublicKeyFromArgument(public_key);
+    if (!k.ok()) return Status::InvalidArgument("head_public_key: " + k.status().message());
+    key = *k;
+  }
+  for (PeerConfig& p : c->peers) {
+    if (p.id == c->head_id) {
+      p.endpoint = endpoint;
+      if (!key.empty()) p.public_key = key;
+      return Status::Ok();
+    }
+  }
+  PeerConfig head;
+  head.id = c->head_id;
+  head.endpoint = endpoint;
+  head.public_key = key;
+  c->peers.push_back(std::move(head));
+  return Status::Ok();
 }
 
 bool JobEndpointCurve(const NodeConfig& c) {
@@ -288,7 +366,12 @@ std::string NodeConfigToYaml(const NodeConfig& c) {
   if (c.head) out << "head";
   if (c.shard) out << "shard";
   out << YAML::EndSeq;
-  if (c.shard) {
+  if (c.shard && c.layers_auto) {
+    out << YAML::Key << "layers" << YAML::Value << "auto";
+    if (c.memory_budget_bytes > 0) {
+      out << YAML::Key << "memory_budget_mb" << YAML::Value << static_cast<double>(c.memory_budget_bytes) / (1 << 20);
+    }
+  } else if (c.shard) {
     out << YAML::Key << "layers" << YAML::Value << YAML::Flow << YAML::BeginSeq << c.layer_begin << c.layer_end
         << YAML::EndSeq;
   }

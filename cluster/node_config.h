@@ -3,7 +3,12 @@
 //
 //   id: shard-0                     # node id = its ZeroMQ routing id
 //   roles: [shard]                  # head (scheduler, embedding, lm_head, sampler) and/or shard
-//   layers: [0, 10]                 # shard: decoder layers [begin, end)
+//   layers: [0, 10]                 # shard: decoder layers [begin, end), or `auto`: the
+//                                   # span that most raises the cluster's weakest coverage
+//                                   # within memory_budget_mb, chosen at start from the
+//                                   # head's registry (scheduling/span_choice.h)
+//   memory_budget_mb: 4096          # shard with layers: auto: weights + KV cache + process;
+//                                   # absent = 90% of the memory available at start
 //   model: /models/SmolLM2-135M-Instruct.Q4_1.gguf
 //   amateur_model: /models/small.gguf # head: contrastive decoding's amateur (same
 //                                   # vocabulary as model); absent = none, and
@@ -57,6 +62,9 @@
 //                                   # (it always is elsewhere when curve is on)
 //     insecure: false               # allow plain binds on non-loopback addresses
 //   head: head                      # shard: the node it announces itself to
+//   join: tcp://10.0.0.1:5601       # shard: the head's node endpoint — shorthand for a
+//                                   # peers entry of `head` (default id "head") with it
+//   head_public_key: keys/head.pub  # that entry's public_key (Z85, or a .pub file)
 //   peers:                          # other nodes: ids, keys, optional endpoints
 //     - {id: head, endpoint: "tcp://127.0.0.1:5601", public_key: "Z85..."}
 //     - {id: shard-1, public_key: "Z85...", layers: [10, 20], endpoint: "..."}
@@ -92,6 +100,8 @@ struct NodeConfig {
   bool head = false;
   bool shard = false;
   int64_t layer_begin = 0, layer_end = 0;
+  bool layers_auto = false;          // shard: layers chosen at start (layer_begin/end set then)
+  uint64_t memory_budget_bytes = 0;  // shard with layers_auto; 0 = 90% of MemAvailable
   std::string model;
   std::string amateur_model;  // head only; empty = no contrastive decoding
   std::string device = "cpu";
@@ -132,6 +142,14 @@ struct NodeConfig {
 bool JobEndpointCurve(const NodeConfig& config);
 
 Result<NodeConfig> LoadNodeConfig(const std::string& path);
+// The checks ParseNodeConfig makes across keys, for a config built or
+// changed in code (`troupe node` flags over a file): InvalidArgument
+// naming the first problem, prefixed with `what`.
+Status ValidateNodeConfig(const NodeConfig& config, const std::string& what);
+// Makes `head_id` (default "head") a peer at `endpoint` with `public_key`
+// (Z85 or a .pub path; may be empty) — what `join:` and `troupe node
+// --join` mean.
+Status JoinHead(NodeConfig* config, const std::string& endpoint, const std::string& public_key);
 // `base_dir` resolves relative paths; `what` names the source in errors.
 Result<NodeConfig> ParseNodeConfig(const std::string& yaml, const std::string& base_dir, const std::string& what);
 // The YAML text of `config` (what `cluster up` writes for its nodes).

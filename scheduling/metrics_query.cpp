@@ -32,6 +32,11 @@ void MetricsQueries::Expect(uint64_t q, const std::string& node_id) {
   if (it != queries_.end()) it->second.waiting.insert(node_id);
 }
 
+void MetricsQueries::Note(uint64_t q, const std::string& node_id, const std::string& name, double value) {
+  auto it = queries_.find(q);
+  if (it != queries_.end()) (*it->second.merged.mutable_gauges())[node_id + "/" + name] = value;
+}
+
 std::optional<Reply> MetricsQueries::Finish(uint64_t q) {
   auto it = queries_.find(q);
   if (it == queries_.end() || !it->second.waiting.empty()) return std::nullopt;

@@ -41,6 +41,9 @@ class MetricsQueries {
                  Clock::time_point now);
   // The query `q` was sent to `node_id`: wait for its answer.
   void Expect(uint64_t q, const std::string& node_id);
+  // A gauge the head knows of `node_id` (its layers from the registry), as
+  // "<node_id>/<name>" in the answer to `q`.
+  void Note(uint64_t q, const std::string& node_id, const std::string& name, double value);
   // The answer to `q` when nothing more is expected; nullopt otherwise (or
   // for an unknown query).
   std::optional<Reply> Finish(uint64_t q);

@@ -42,6 +42,15 @@ std::vector<ShardEntry> Registry::Live(std::chrono::steady_clock::time_point now
   return out;
 }
 
+std::vector<uint32_t> Registry::Coverage(int64_t n_layers, std::chrono::steady_clock::time_point now) const {
+  std::vector<uint32_t> counts(static_cast<size_t>(std::max<int64_t>(0, n_layers)), 0);
+  for (const auto& [id, e] : nodes_) {
+    if (!Alive(e, now)) continue;
+    for (int64_t l = std::max<int64_t>(0, e.layer_begin); l < std::min(e.layer_end, n_layers); ++l) counts[l]++;
+  }
+  return counts;
+}
+
 Result<std::vector<std::vector<const ShardEntry*>>> Registry::Spans(int64_t n_layers,
                                                                     std::chrono::steady_clock::time_point now) const {
   std::vector<std::vector<const ShardEntry*>> spans;
@@ -71,7 +80,7 @@ Result<std::vector<Span>> Registry::Route(int64_t n_layers, std::chrono::steady_
   std::vector<Span> route;
   for (const auto& replicas : spans) {
     const ShardEntry& pick = *replicas[turn_[replicas.front()->layer_begin]++ % replicas.size()];
-    route.push_back(Span{pick.node_id, pick.endpoint, pick.layer_begin, pick.layer_end});
+    route.push_back(Span{pick.node_id, pick.endpoint, pick.layer_begin, pick.layer_end, pick.public_key});
   }
   return route;
 }

@@ -31,6 +31,7 @@ struct ShardEntry {
   // Last reported load (for status).
   uint64_t cache_bytes_in_use = 0;
   uint32_t sessions = 0;
+  std::string public_key{};  // Z85, from its announce (curve mode; checked against the allowlist); may be empty
 };
 
 // One shard span of a route.
@@ -38,6 +39,7 @@ struct Span {
   std::string node_id;
   std::string endpoint;
   int64_t layer_begin = 0, layer_end = 0;
+  std::string public_key;  // the node's, when its announce gave one
 };
 
 class Registry {
@@ -63,6 +65,8 @@ class Registry {
 
   // Live nodes.
   std::vector<ShardEntry> Live(std::chrono::steady_clock::time_point now) const;
+  // Per layer of [0, n_layers): how many live nodes serve it.
+  std::vector<uint32_t> Coverage(int64_t n_layers, std::chrono::steady_clock::time_point now) const;
   const ShardEntry* Find(const std::string& node_id) const;
 
  private:

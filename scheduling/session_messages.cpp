@@ -22,7 +22,10 @@ std::vector<v1::RouteHop> RouteThrough(const std::string& head, const std::strin
                                        const std::vector<Span>& spans) {
   std::vector<v1::RouteHop> route;
   route.push_back(Hop(head, endpoint, v1::STAGE_EMBEDDING));
-  for (const Span& s : spans) route.push_back(Hop(s.node_id, s.endpoint, v1::STAGE_SHARD, s.layer_begin, s.layer_end));
+  for (const Span& s : spans) {
+    route.push_back(Hop(s.node_id, s.endpoint, v1::STAGE_SHARD, s.layer_begin, s.layer_end));
+    if (!s.public_key.empty()) route.back().set_public_key(s.public_key);
+  }
   route.push_back(Hop(head, endpoint, v1::STAGE_LM_HEAD));
   route.push_back(Hop(head, endpoint, v1::STAGE_SAMPLER));
   return route;

@@ -8,8 +8,15 @@ Links::Links(zmq::context_t& context, PollLoop& loop, std::string node_id, Secur
       loop_(loop),
       node_id_(std::move(node_id)),
       security_(std::move(security)),
-      peer_keys_(std::move(peer_keys)),
-      options_(options) {}
+      options_(options),
+      peer_keys_(std::move(peer_keys)) {}
+
+void Links::LearnKey(const std::string& node_id, const std::string& public_key) {
+  if (public_key.empty()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string& known = peer_keys_[node_id];
+  if (known.empty()) known = public_key;
+}
 
 Result<std::unique_ptr<Listener>> Links::Bind(const std::string& endpoint, const SecurityConfig& security) const {
   return Listener::Bind(context_, endpoint, security, options_);

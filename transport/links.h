@@ -5,8 +5,8 @@
 //
 // Connections are made on first use: ConnectTo(node, endpoint) returns the
 // existing link to that node or dials it (with the peer's CURVE public key
-// from the config in curve mode). A peer that moved to another endpoint gets
-// a new link.
+// from the config, or learned with LearnKey, in curve mode). A peer that
+// moved to another endpoint gets a new link.
 //
 // Thread-safety: every method may be called from any thread (a mutex guards
 // the maps); the sockets themselves only ever live on the loop thread.
@@ -47,21 +47,29 @@ class Links {
   // the transport's errors otherwise.
   Result<LinkId> ConnectTo(const std::string& node_id, const std::string& endpoint);
 
+  // Records `node_id`'s CURVE public key for later dials, unless the config
+  // named one (the config wins). The caller vouches for the key: the head
+  // takes it from an announce when the allowlist holds it, a shard from a
+  // route the head made.
+  void LearnKey(const std::string& node_id, const std::string& public_key);
+
   // The peer node a connection link goes to ("" for listeners and unknown links).
   std::string NodeOf(LinkId link) const;
 
   const std::string& node_id() const { return node_id_; }
   bool curve() const { return security_.curve; }
+  // Whether this node's allowlist holds `public_key` (Z85; curve mode).
+  bool Allows(const std::string& public_key) const { return security_.allowlist.Contains(public_key); }
 
  private:
   zmq::context_t& context_;
   PollLoop& loop_;
   const std::string node_id_;
   const SecurityConfig security_;
-  const std::map<std::string, std::string> peer_keys_;
   const LinkOptions options_;
 
   mutable std::mutex mu_;
+  std::map<std::string, std::string> peer_keys_;  // configured and learned
   LinkId node_listener_ = 0;
   LinkId job_listener_ = 0;
   struct Dialled {

@@ -183,5 +183,61 @@ security:
   EXPECT_NE(no_curve.status().message().find("job_curve needs curve"), std::string::npos);
 }
 
+TEST(NodeConfigTest, AJoiningShardWithLayersAuto) {
+  const std::string key = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";
+  auto c = ParseNodeConfig(
+      "id: s\nroles: [shard]\nlayers: auto\nmemory_budget_mb: 2048\nmodel: m\n"
+      "join: tcp://10.0.0.1:5601\nhead_public_key: \"" +
+          key + "\"\n",
+      "", "x.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->layers_auto);
+  EXPECT_EQ(c->memory_budget_bytes, uint64_t{2048} << 20);
+  EXPECT_EQ(c->head_id, "head");
+  const PeerConfig* head = c->FindPeer("head");
+  ASSERT_NE(head, nullptr);
+  EXPECT_EQ(head->endpoint, "tcp://10.0.0.1:5601");
+  EXPECT_EQ(head->public_key, key);
+  // Written out and read back: the same.
+  auto back = ParseNodeConfig(NodeConfigToYaml(*c), "", "y.yaml");
+  ASSERT_TRUE(back.ok()) << back.status().ToString() << "\n" << NodeConfigToYaml(*c);
+  EXPECT_TRUE(back->layers_auto);
+  EXPECT_EQ(back->memory_budget_bytes, c->memory_budget_bytes);
+  EXPECT_EQ(back->FindPeer("head")->endpoint, "tcp://10.0.0.1:5601");
+
+  auto bad = [](const std::string& yaml) {
+    auto r = ParseNodeConfig(yaml, "", "x.yaml");
+    EXPECT_FALSE(r.ok()) << yaml;
+    return r.ok() ? std::string() : r.status().message();
+  };
+  EXPECT_NE(bad("id: s\nroles: [shard]\nlayers: auto\nmodel: m\n").find("needs the head"), std::string::npos);
+  EXPECT_NE(bad("id: s\nroles: [shard]\nlayers: sometimes\nmodel: m\n").find("or auto"), std::string::npos);
+  EXPECT_NE(bad("id: s\nroles: [shard]\nlayers: [0, 2]\nmodel: m\njoin: 10.0.0.1:5601\n").find("tcp://"),
+            std::string::npos);
+  EXPECT_NE(bad("id: s\nroles: [shard]\nlayers: [0, 2]\nmodel: m\nhead_public_key: k\n").find("join"),
+            std::string::npos);
+  EXPECT_NE(bad("id: s\nroles: [shard]\nlayers: [0, 2]\nmodel: m\njoin: tcp://h:1\nhead_public_key: nope\n")
+                .find("head_public_key"),
+            std::string::npos);
+  // CURVE without the head's key: it could never dial the head.
+  EXPECT_NE(bad("id: s\nroles: [shard]\nlayers: auto\nmodel: m\njoin: tcp://h:1\n"
+                "security: {curve: true, secret_key: k, allowlist: a}\n")
+                .find("no public_key"),
+            std::string::npos);
+}
+
+TEST(NodeConfigTest, ValidateNodeConfigChecksACodeBuiltConfig) {
+  NodeConfig c;
+  c.id = "s";
+  c.shard = true;
+  c.model = "m";
+  c.layers_auto = true;
+  EXPECT_FALSE(ValidateNodeConfig(c, "flags").ok());  // no head to ask
+  ASSERT_TRUE(JoinHead(&c, "tcp://127.0.0.1:5601", "").ok());
+  EXPECT_TRUE(ValidateNodeConfig(c, "flags").ok());
+  c.listen = "tcp://0.0.0.0:*";
+  EXPECT_NE(ValidateNodeConfig(c, "flags").message().find("advertise"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace troupe::cluster

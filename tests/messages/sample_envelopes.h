@@ -157,6 +157,25 @@ inline std::vector<v1::Envelope> SampleEnvelopes() {
     v1::LayerRange* r = m->add_layers();
     r->set_begin(15);
     r->set_end(30);
+    m->set_public_key("rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7");
+    m->set_model_name("SmolLM2-135M-Instruct.Q4_1.gguf");
+    m->set_layers_digest("0123456789abcdef");
+  }
+  {
+    v1::CoverageQuery* m = next().mutable_coverage_query();
+    m->set_node_id("shard-7");
+    m->set_model_fingerprint("llama-L30-H576-V49152-T272-1a2b3c");
+    m->set_model_name("SmolLM2-135M-Instruct.Q4_1.gguf");
+  }
+  {
+    v1::Coverage* m = next().mutable_coverage();
+    m->set_n_layers(4);
+    for (uint32_t c : {1u, 1u, 0u, 2u}) m->add_replicas(c);
+    m->set_model_fingerprint("llama-L30-H576-V49152-T272-1a2b3c");
+    m->set_model_name("SmolLM2-135M-Instruct.Q4_1.gguf");
+    v1::LayerRange* s = m->add_spans();
+    s->set_begin(0);
+    s->set_end(2);
   }
   {
     v1::Heartbeat* m = next().mutable_heartbeat();

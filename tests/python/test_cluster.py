@@ -48,9 +48,12 @@ def _alive(pid):
 class Cluster:
     """`troupe cluster up` in a temporary directory; stop() always cleans up."""
 
-    def __init__(self, shards=3, extra=()):
+    def __init__(self, shards=3, extra=(), prepare=None):
+        """`prepare(dir)` runs before `cluster up` (keys or files to put there first)."""
         self.tmp = tempfile.TemporaryDirectory(prefix="troupe-test-cluster-")
         self.dir = pathlib.Path(self.tmp.name)
+        if prepare:
+            prepare(self.dir)
         self.log = open(self.dir / "cluster-up.log", "w+")
         self.proc = subprocess.Popen(
             [str(TROUPE_BIN), "cluster", "up", "--shards", str(shards), "--dir", str(self.dir),

@@ -38,6 +38,16 @@ TEST(MetricsQueryTest, MergesEveryNodeUnderItsName) {
   EXPECT_FALSE(queries.Answer(q, Snapshot("b", 3)));  // answered once
 }
 
+TEST(MetricsQueryTest, NotesGoUnderTheNodesName) {
+  MetricsQueries queries;
+  const uint64_t q = queries.Begin(Origin{1, "c"}, 42, Snapshot("head", 1), true, t0);
+  queries.Note(q, "a", "layer_end", 10);
+  queries.Note(q + 1, "a", "layer_end", 20);  // no such query: ignored
+  std::optional<Reply> reply = queries.Finish(q);
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->envelope.metrics_snapshot().gauges().at("a/layer_end"), 10.0);
+}
+
 TEST(MetricsQueryTest, WithNobodyToAskTheHeadAnswersAtOnce) {
   MetricsQueries queries;
   const uint64_t q = queries.Begin(Origin{1, "c"}, 42, Snapshot("head", 1), false, t0);

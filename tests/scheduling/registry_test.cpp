@@ -68,5 +68,26 @@ TEST(RegistryTest, HeartbeatsKeepKnownNodesAliveAndSilentOnesExpire) {
   EXPECT_EQ(r.Expired(t0 + std::chrono::seconds(6)), std::vector<std::string>{"b"});
 }
 
+TEST(RegistryTest, CoverageCountsLiveNodesPerLayer) {
+  Registry r(std::chrono::seconds(10));
+  const auto now = std::chrono::steady_clock::now();
+  r.Upsert(ShardEntry{"a", "tcp://a", 0, 2, false, now});
+  r.Upsert(ShardEntry{"b", "tcp://b", 1, 4, false, now});
+  r.Upsert(ShardEntry{"old", "tcp://old", 0, 4, false, now - std::chrono::seconds(60)});  // expired
+  EXPECT_EQ(r.Coverage(5, now), (std::vector<uint32_t>{1, 2, 1, 1, 0}));
+}
+
+TEST(RegistryTest, RoutesCarryTheAnnouncedKey) {
+  Registry r;
+  const auto now = std::chrono::steady_clock::now();
+  ShardEntry e{"a", "tcp://a", 0, 4, false, now};
+  e.public_key = "K";
+  r.Upsert(e);
+  auto route = r.Route(4, now);
+  ASSERT_TRUE(route.ok());
+  ASSERT_EQ(route->size(), 1u);
+  EXPECT_EQ((*route)[0].public_key, "K");
+}
+
 }  // namespace
 }  // namespace troupe::scheduling

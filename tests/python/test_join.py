@@ -1,0 +1,150 @@
+"""Nodes that join by themselves (issue 10, item 1): `troupe node --join HEAD
+--layers auto` asks the head which layers are served, takes the span that
+most raises the weakest coverage, announces itself with its own CURVE key
+(which the head learns, because its allowlist holds it, and puts into routes
+so the shards before it can dial it), and answers jobs. A node whose model
+is not the head's is refused, by name, at both ends: at the coverage
+question (another architecture), or at its announce (same header, other
+weights: the layer digests differ)."""
+import json
+import os
+import pathlib
+import shutil
+import signal
+import subprocess
+import time
+
+import gguf
+
+from test_cluster import DEFAULT_MODEL, TROUPE_BIN, Cluster, generate, json_lines, run, tokens
+from make_cut_model import write_cut_model
+
+
+def _status(cluster):
+    p = run("status", "--endpoint", cluster.endpoint, "--json")
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)["nodes"]
+
+
+def _wait(what, check, timeout=60):
+    deadline = time.time() + timeout
+    while True:
+        got = check()
+        if got:
+            return got
+        assert time.time() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def _add_joiner_key(d):
+    """A key the head's peers never name, but its allowlist (and every shard's) holds."""
+    out = run("keys", "generate", "--out", d / "keys" / "joiner")
+    assert out.returncode == 0, out.stderr
+    (d / "keys" / "allowlist").mkdir(parents=True, exist_ok=True)
+    shutil.copy(d / "keys" / "joiner" / "node.pub", d / "keys" / "allowlist" / "joiner.pub")
+
+
+def _head_endpoint(c):
+    return c.info["nodes"][0]["endpoints"]["nodes"]
+
+
+def _start_node(c, node_id, *flags, model=DEFAULT_MODEL, key="joiner"):
+    log = open(c.dir / f"{node_id}.log", "w+")
+    proc = subprocess.Popen(
+        [str(TROUPE_BIN), "node", "--join", _head_endpoint(c), "--id", node_id, "--model", str(model),
+         "--secret-key", str(c.dir / "keys" / key / "node.key"), "--allowlist", str(c.dir / "keys" / "allowlist"),
+         "--head-key", str(c.dir / "keys" / "head" / "node.pub"), "--threads", "1", "--cache-budget-mb", "32",
+         *flags], stdout=log, stderr=log)
+    return proc, log
+
+
+def _read(log):
+    log.flush()
+    log.seek(0)
+    return log.read()
+
+
+def _stop(proc):
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def test_a_node_with_layers_auto_closes_a_gap_and_jobs_then_succeed(troupe_bin, model_path):
+    prompt = "Name three rivers in Europe."
+    expected = generate(prompt, "--max-tokens", "24")
+    c = Cluster(shards=3, extra=("--cache-budget-mb", "32"), prepare=_add_joiner_key)
+    joiner = None
+    try:
+        victim = c.info["nodes"][2]
+        assert victim["id"] == "shard-1" and victim["layers"] == [10, 20]
+        os.kill(victim["pid"], signal.SIGKILL)
+        _wait("the head to drop shard-1", lambda: _status(c)["head"]["route_ready"] == 0)
+        joiner, log = _start_node(c, "joiner", "--layers", "auto")
+        _wait("the joiner to be routed", lambda: _status(c)["head"]["route_ready"] == 1)
+        text = _read(log)
+        assert "layers auto: 10-20 of 30" in text, text
+        status = _status(c)
+        assert (status["joiner"]["layer_begin"], status["joiner"]["layer_end"]) == (10, 20), status["joiner"]
+        assert "shard 'joiner' joined: layers 10-20" in c.stderr() + (c.dir / "logs" / "head.log").read_text()
+        # The ring runs through it: shard-0 dials it with the key from the route.
+        for _ in range(2):
+            p = run("submit", "--endpoint", c.endpoint, "--prompt", prompt, "--max-tokens", "24", "--json")
+            assert p.returncode == 0, p.stderr + _read(log)
+            assert tokens(json_lines(p.stdout)) == tokens(expected)
+        assert _status(c)["joiner"]["steps_total"] > 0
+    finally:
+        if joiner:
+            _stop(joiner)
+        c.stop()
+
+
+def _corrupt_copy(src, dst, tensor="blk.15.ffn_down.weight"):
+    """A byte-for-byte copy with one byte of `tensor` flipped: same header, other weights."""
+    shutil.copy(src, dst)
+    reader = gguf.GGUFReader(str(src), "r")
+    t = next(t for t in reader.tensors if t.name == tensor)
+    at = t.data_offset + t.n_bytes // 2
+    with open(dst, "r+b") as f:
+        f.seek(at)
+        b = f.read(1)
+        f.seek(at)
+        f.write(bytes([b[0] ^ 0x5A]))
+
+
+def test_a_node_with_another_model_is_refused_at_both_ends(troupe_bin, model_path, tmp_path):
+    cut = tmp_path / "cut-20.gguf"
+    write_cut_model(DEFAULT_MODEL, cut, 20)
+    tampered = tmp_path / "tampered.gguf"
+    _corrupt_copy(DEFAULT_MODEL, tampered)
+    c = Cluster(shards=3, extra=("--cache-budget-mb", "32"), prepare=_add_joiner_key)
+    procs = []
+    try:
+        head_log = lambda: (c.dir / "logs" / "head.log").read_text()
+        # Another architecture: refused when it asks which layers to take; it exits naming both models.
+        other, log = _start_node(c, "other", "--layers", "auto", model=cut)
+        procs.append(other)
+        assert other.wait(timeout=60) == 1
+        text = _read(log)
+        assert "refused" in text and "cut-20.gguf" in text and DEFAULT_MODEL.name in text, text
+        _wait("the head's log line", lambda: "refused node 'other' serves model cut-20.gguf" in head_log())
+        # Same header, one weight changed in layer 15: refused at its announce,
+        # never routed, however long it keeps announcing.
+        bad, log = _start_node(c, "tampered", "--layers", "10:20", model=tampered)
+        procs.append(bad)
+        _wait("the head to refuse the tampered weights",
+              lambda: "refused node 'tampered' serves model tampered.gguf with other weights in layers 10-20"
+              in head_log())
+        time.sleep(2)
+        assert "tampered" not in _status(c), "a node with other weights was routed"
+        assert bad.poll() is None  # it keeps running (and says why in its log), the cluster keeps serving
+        p = run("submit", "--endpoint", c.endpoint, "--prompt", "Hi", "--max-tokens", "4", "--json")
+        assert p.returncode == 0, p.stderr
+    finally:
+        for p in procs:
+            _stop(p)
+        c.stop()

@@ -1,0 +1,73 @@
+#include "scheduling/span_choice.h"
+
+#include <gtest/gtest.h>
+
+namespace troupe::scheduling {
+namespace {
+
+std::vector<uint32_t> Counts(int64_t n, const std::vector<LayerSpan>& spans) {
+  std::vector<uint32_t> c(n, 0);
+  for (const LayerSpan& s : spans)
+    for (int64_t l = s.begin; l < s.end; ++l) c[l]++;
+  return c;
+}
+
+void ExpectSpan(const LayerSpan& got, int64_t begin, int64_t end) {
+  EXPECT_EQ(got.begin, begin);
+  EXPECT_EQ(got.end, end);
+}
+
+TEST(SpanChoiceTest, AnEmptyClusterGetsAsManyLayersAsFitFromZero) {
+  ExpectSpan(ChooseSpan(Counts(30, {}), {}, 100), 0, 30);
+  ExpectSpan(ChooseSpan(Counts(30, {}), {}, 12), 0, 12);
+}
+
+TEST(SpanChoiceTest, AGapIsClosedExactlyWhenTheNodeHoldsIt) {
+  const std::vector<LayerSpan> live = {{0, 10}, {20, 30}};
+  ExpectSpan(ChooseSpan(Counts(30, live), live, 12), 10, 20);
+  ExpectSpan(ChooseSpan(Counts(30, live), live, 10), 10, 20);
+  // More room: still the gap (a span ending off a boundary would not route).
+  ExpectSpan(ChooseSpan(Counts(30, live), live, 15), 10, 20);
+}
+
+TEST(SpanChoiceTest, ANodeSmallerThanTheGapStartsAtItsBoundary) {
+  const std::vector<LayerSpan> live = {{0, 10}, {20, 30}};
+  ExpectSpan(ChooseSpan(Counts(30, live), live, 4), 10, 14);
+  // The next one continues from the new boundary.
+  const std::vector<LayerSpan> more = {{0, 10}, {20, 30}, {10, 14}};
+  ExpectSpan(ChooseSpan(Counts(30, more), more, 6), 14, 20);
+}
+
+TEST(SpanChoiceTest, TheWeakestSpanGetsTheReplica) {
+  const std::vector<LayerSpan> live = {{0, 10}, {10, 20}, {20, 30}, {0, 10}, {20, 30}};
+  ExpectSpan(ChooseSpan(Counts(30, live), live, 10), 10, 20);
+}
+
+TEST(SpanChoiceTest, AllLayersCoveredEquallyTakesTheLowestStart) {
+  const std::vector<LayerSpan> live = {{0, 15}, {15, 30}};
+  ExpectSpan(ChooseSpan(Counts(30, live), live, 15), 0, 15);
+  // Room for all: a whole replica raises every layer.
+  ExpectSpan(ChooseSpan(Counts(30, live), live, 30), 0, 30);
+}
+
+TEST(SpanChoiceTest, TheGapWinsOverAWiderSpanAroundIt) {
+  const std::vector<LayerSpan> live = {{0, 10}};
+  ExpectSpan(ChooseSpan(Counts(30, live), live, 30), 10, 30);
+}
+
+TEST(SpanChoiceTest, LayersThatFitCountTheCacheAndOverhead) {
+  const std::vector<uint64_t> layers(30, uint64_t{10} << 20);  // 10 MiB each
+  const uint64_t cache = uint64_t{64} << 20;
+  auto fit = LayersThatFit(layers, cache + kNodeOverheadBytes + (uint64_t{125} << 20), cache);
+  ASSERT_TRUE(fit.ok());
+  EXPECT_EQ(*fit, 12);
+  auto all = LayersThatFit(layers, uint64_t{64} << 30, cache);
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(*all, 30);
+  auto none = LayersThatFit(layers, cache + kNodeOverheadBytes + (uint64_t{5} << 20), cache);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("holds no layer"), std::string::npos) << none.status().message();
+}
+
+}  // namespace
+}  // namespace troupe::scheduling
