@@ -76,6 +76,16 @@ void Bridge::Heartbeat() {
   v1::Envelope env = NewEnvelope();
   v1::Heartbeat* hb = env.mutable_heartbeat();
   hb->set_node_id(ctx_->node_id);
+  const uint64_t compute_ns = ctx_->counters.compute_ns.load(), batches = ctx_->counters.batches_total.load();
+  if (batches > last_batches_) {
+    const double ms =
+        static_cast<double>(compute_ns - last_compute_ns_) / 1e6 / static_cast<double>(batches - last_batches_);
+    step_ms_ = step_ms_ > 0 ? 0.7 * step_ms_ + 0.3 * ms : ms;
+  }
+  last_compute_ns_ = compute_ns;
+  last_batches_ = batches;
+  hb->set_step_ms(step_ms_);
+  hb->set_sessions(static_cast<uint32_t>(ctx_->counters.sessions_open.load()));
   Answer(Origin{*link, ""}, std::move(env));
 }
 

@@ -57,6 +57,7 @@ v1::MetricsSnapshot NodeMetrics(const NodeContext& ctx) {
     n["journal_errors_total"] = c.journal_errors_total.load();
   }
   n["compute_microseconds_total"] = c.compute_ns.load() / 1000;
+  for (const auto& [to, bytes] : ctx.step_bytes.Snapshot()) n["step_bytes_sent_total{to=\"" + to + "\"}"] = bytes;
   ctx.rejects.AppendTo(&m);
   return m;
 }
@@ -88,6 +89,12 @@ std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& f
     caf::anon_send(ctx.scheduler, WireMessage{from, std::move(env)});
     return std::nullopt;
   }
+  if (body == v1::Envelope::kPing) {  // answered here, on the I/O thread: the round trip is the link's
+    v1::Envelope pong = NewEnvelope(env.request_id());
+    pong.mutable_pong()->set_sent_micros(env.ping().sent_micros());
+    pong.mutable_pong()->set_node_id(ctx.node_id);
+    return pong;
+  }
   caf::actor target;
   std::string what;
   switch (body) {
@@ -116,6 +123,7 @@ std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& f
     case v1::Envelope::kError:
     case v1::Envelope::kRegistryAnnounce:
     case v1::Envelope::kCoverageQuery:
+    case v1::Envelope::kPong:
     case v1::Envelope::kHeartbeat:
     case v1::Envelope::kJobSubmit:
     case v1::Envelope::kJobCancel:

@@ -15,7 +15,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -66,6 +68,24 @@ struct NodeCounters {
       0};  // time in model code (forward, sampling); exported as compute_microseconds_total
 };
 
+// Bytes of Step messages (header and hidden states) this node sent to each
+// node: `troupe status` and /metrics as step_bytes_sent_total{to="NODE"}.
+class StepBytes {
+ public:
+  void Add(const std::string& to, uint64_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    bytes_[to] += bytes;
+  }
+  std::map<std::string, uint64_t> Snapshot() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return bytes_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, uint64_t> bytes_;
+};
+
 // Adds the time since construction to a counter (model code timing).
 class ComputeTimer {
  public:
@@ -97,6 +117,7 @@ struct NodeContext {
   DecodeLimits limits;
   RejectCounters rejects;
   NodeCounters counters;
+  StepBytes step_bytes;
 
   std::shared_ptr<const ModelSource> source;
   std::shared_ptr<const Tokenizer> tokenizer;  // head
@@ -121,8 +142,8 @@ v1::MetricsSnapshot NodeMetrics(const NodeContext& ctx);
 // to the stage in step.hop, session open/close and metrics queries to the
 // shard, everything about jobs, sessions and the registry to the scheduler.
 // Returns the Error to send back when no local actor takes it (this node
-// does not host that stage, or the body is not one nodes accept); `job_link`
-// restricts a client to job bodies.
+// does not host that stage, or the body is not one nodes accept), or the
+// Pong that answers a Ping; `job_link` restricts a client to job bodies.
 std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& from, Received message, bool job_link);
 
 }  // namespace troupe::actors

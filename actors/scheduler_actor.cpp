@@ -24,6 +24,7 @@ namespace sched = troupe::scheduling;
 constexpr auto kTick = std::chrono::milliseconds(200);
 // How often ended jobs past the retention window are dropped.
 constexpr auto kExpireEvery = std::chrono::seconds(10);
+constexpr auto kPingEvery = std::chrono::seconds(2);
 // How long jobs recovered after a restart wait for a route before they run anyway.
 constexpr auto kRecoveryWait = std::chrono::seconds(30);
 const Origin kBook{kJobBookLink, ""};
@@ -40,6 +41,7 @@ sched::LifecycleConfig LifecycleConfigOf(const NodeContext& ctx) {
   c.node_id = ctx.node_id;
   c.node_endpoint = ctx.node_endpoint;
   c.fingerprint = ctx.fingerprint;
+  c.int8_link_rtt_ms = ctx.config.int8_link_rtt_ms;
   c.n_layers = ctx.source->config().n_layers;
   c.max_positions = ctx.source->config().max_positions;
   // Session ids start at a random point so that a restarted head does not
@@ -133,7 +135,17 @@ class SchedulerActor : public StageActor {
         return;
       case v1::Envelope::kRegistryAnnounce: return Announced(m.from, env.registry_announce());
       case v1::Envelope::kCoverageQuery: return CoverageAsked(m.from, env.request_id(), env.coverage_query());
-      case v1::Envelope::kHeartbeat: return jobs_.registry().Touch(env.heartbeat().node_id(), now);
+      case v1::Envelope::kHeartbeat: {
+        const v1::Heartbeat& hb = env.heartbeat();
+        jobs_.registry().Touch(hb.node_id(), now);
+        return jobs_.registry().Report(hb.node_id(), hb.step_ms() > 0 ? hb.step_ms() : -1, hb.sessions());
+      }
+      case v1::Envelope::kPong: {
+        const auto sent = std::chrono::microseconds(env.pong().sent_micros());
+        const auto rtt = now.time_since_epoch() - sent;
+        return jobs_.registry().RecordRoundTrip(env.pong().node_id(),
+                                                std::chrono::duration<double, std::milli>(rtt).count());
+      }
       case v1::Envelope::kMetricsQuery: return QueryMetrics(from, env.request_id());
       case v1::Envelope::kMetricsSnapshot:
         if (auto reply = queries_.Answer(env.request_id(), env.metrics_snapshot())) Execute(std::move(*reply));
@@ -362,6 +374,8 @@ class SchedulerActor : public StageActor {
       if (e.node_id == ctx_->node_id) continue;  // counted above
       queries_.Note(q, e.node_id, "layer_begin", static_cast<double>(e.layer_begin));
       queries_.Note(q, e.node_id, "layer_end", static_cast<double>(e.layer_end));
+      if (e.rtt_ms >= 0) queries_.Note(q, e.node_id, "rtt_ms", e.rtt_ms);
+      if (e.step_ms >= 0) queries_.Note(q, e.node_id, "step_ms", e.step_ms);
       v1::Envelope env = NewEnvelope(q);
       env.mutable_metrics_query();
       if (sender_.ToNode(e.node_id, e.endpoint, std::move(env)).ok()) queries_.Expect(q, e.node_id);
@@ -370,8 +384,23 @@ class SchedulerActor : public StageActor {
     if (auto reply = queries_.Finish(q)) Execute(std::move(*reply));
   }
 
+  // Every live node gets a Ping; its Pong gives the round trip routes weigh.
+  void PingNodes(Clock::time_point now) {
+    if (now - pinged_ < kPingEvery) return;
+    pinged_ = now;
+    const uint64_t micros =
+        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count());
+    for (const sched::ShardEntry& e : jobs_.registry().Live(now)) {
+      if (e.node_id == ctx_->node_id) continue;
+      v1::Envelope env = NewEnvelope();
+      env.mutable_ping()->set_sent_micros(micros);
+      (void)sender_.ToNode(e.node_id, e.endpoint, std::move(env));  // best effort
+    }
+  }
+
   void OnTick() {
     const auto now = Clock::now();
+    PingNodes(now);
     RunRecovered(now);
     if (now - expired_ >= kExpireEvery) {
       expired_ = now;
@@ -448,6 +477,7 @@ class SchedulerActor : public StageActor {
   Clock::time_point expired_;  // the last Expire
   sched::MetricsQueries queries_;
   std::map<std::string, std::string> refused_said_;  // node -> the refusal last logged
+  Clock::time_point pinged_;                         // the last PingNodes round
 };
 
 }  // namespace

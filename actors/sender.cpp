@@ -37,8 +37,18 @@ Status Sender::ForwardStep(v1::Step step, at::Tensor tensor) {
   *env.mutable_step() = std::move(step);
   if (node == ctx_->node_id) return Local(std::move(env), std::move(tensor));
   if (ctx_->links->curve()) ctx_->links->LearnKey(node, env.step().hop().public_key());
+  const v1::Dtype encoding = env.step().hop().encoding();
   TROUPE_ASSIGN_OR_RETURN(transport::LinkId link, ctx_->links->ConnectTo(node, endpoint));
-  return Deliver(link, "", std::move(env), tensor);
+  WireResult<transport::Frames> frames = EncodeFrames(env, tensor, encoding);
+  if (!frames.ok() && encoding == v1::DTYPE_INT8_BLOCK32)
+    frames = EncodeFrames(std::move(env), tensor);  // e.g. a width not of 32s
+  if (!frames.ok()) return frames.error().ToStatus();
+  uint64_t bytes = 0;
+  for (const zmq::message_t& f : *frames) bytes += f.size();
+  ctx_->step_bytes.Add(node, bytes);
+  Status st = outbound_.Send(link, "", std::move(*frames));
+  if (!st.ok()) ctx_->counters.send_errors_total++;
+  return st;
 }
 
 Status Sender::ToNode(const std::string& node_id, const std::string& endpoint, v1::Envelope envelope) {

@@ -81,6 +81,7 @@ const std::set<std::string> kTopKeys = {"id",
                                         "kept_session_ttl_seconds",
                                         "kept_session_max_length",
                                         "prefix_reuse",
+                                        "int8_link_rtt_ms",
                                         "max_queued_jobs",
                                         "job_journal",
                                         "job_retention_seconds",
@@ -185,6 +186,8 @@ Result<NodeConfig> ParseNodeConfig(const std::string& text, const std::string& b
   TROUPE_RETURN_IF_ERROR(Read(root, "kept_session_ttl_seconds", &c.kept_session_ttl_seconds, what));
   TROUPE_RETURN_IF_ERROR(Read(root, "kept_session_max_length", &c.kept_session_max_length, what));
   TROUPE_RETURN_IF_ERROR(Read(root, "prefix_reuse", &c.prefix_reuse, what));
+  TROUPE_RETURN_IF_ERROR(Read(root, "int8_link_rtt_ms", &c.int8_link_rtt_ms, what));
+  if (c.int8_link_rtt_ms < 0) return Status::InvalidArgument(what + ": int8_link_rtt_ms: must be >= 0");
   TROUPE_RETURN_IF_ERROR(Read(root, "max_queued_jobs", &c.max_queued_jobs, what));
   TROUPE_RETURN_IF_ERROR(Read(root, "job_journal", &c.job_journal, what));
   if (!c.job_journal.empty()) {
@@ -386,6 +389,7 @@ std::string NodeConfigToYaml(const NodeConfig& c) {
     out << YAML::Key << "kept_session_ttl_seconds" << YAML::Value << c.kept_session_ttl_seconds;
     out << YAML::Key << "kept_session_max_length" << YAML::Value << c.kept_session_max_length;
     out << YAML::Key << "prefix_reuse" << YAML::Value << c.prefix_reuse;
+    if (c.int8_link_rtt_ms > 0) out << YAML::Key << "int8_link_rtt_ms" << YAML::Value << c.int8_link_rtt_ms;
     out << YAML::Key << "max_queued_jobs" << YAML::Value << c.max_queued_jobs;
     if (!c.job_journal.empty()) out << YAML::Key << "job_journal" << YAML::Value << c.job_journal;
     out << YAML::Key << "job_retention_seconds" << YAML::Value << c.job_retention_seconds;

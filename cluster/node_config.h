@@ -27,6 +27,10 @@
 //                                   # (scheduling/job_journal.h); absent = in memory,
 //                                   # nothing survives a restart
 //   job_retention_seconds: 3600     # head: how long an ended job stays to attach to
+//   int8_link_rtt_ms: 0             # head: > 0: hidden states go as int8 blocks over links
+//                                   # to or from a shard whose measured round trip exceeds
+//                                   # this (4x fewer bytes, answers may differ from f32);
+//                                   # 0 (default): f32 everywhere, answers exact
 //   prefix_reuse: true              # head: park finished jobs' caches on the shards; a job
 //                                   # whose prompt starts the same copies them (evicted LRU)
 //   endpoints:
@@ -115,6 +119,7 @@ struct NodeConfig {
   double job_retention_seconds = 3600;  // head: ended jobs kept this long for attach
   int64_t kept_session_max_length = 2048;
   bool prefix_reuse = true;
+  double int8_link_rtt_ms = 0;  // head: int8 hidden states over links slower than this; 0 = never
   int64_t max_queued_jobs = 1024;
   std::string listen = "tcp://127.0.0.1:*";
   std::string advertise;

@@ -36,10 +36,10 @@ WireResult<Received> DecodeFrames(transport::Frames& frames, const DecodeLimits&
   return out;
 }
 
-WireResult<transport::Frames> EncodeFrames(v1::Envelope envelope, const at::Tensor& tensor) {
+WireResult<transport::Frames> EncodeFrames(v1::Envelope envelope, const at::Tensor& tensor, v1::Dtype dtype) {
   std::optional<TensorFrame> frame;
   if (tensor.defined()) {
-    WireResult<TensorFrame> f = EncodeTensor(tensor, v1::DTYPE_F32);
+    WireResult<TensorFrame> f = EncodeTensor(tensor, dtype == v1::DTYPE_UNSPECIFIED ? v1::DTYPE_F32 : dtype);
     if (!f.ok()) return f.error();
     frame = std::move(*f);
   }

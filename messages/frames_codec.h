@@ -29,7 +29,9 @@ struct Received {
 WireResult<Received> DecodeFrames(transport::Frames& frames, const DecodeLimits& limits, RejectCounters* rejects);
 
 // Encodes `envelope` (stamping the protocol version) and, when `tensor` is
-// defined (only for a Step), its f32 frame.
-WireResult<transport::Frames> EncodeFrames(v1::Envelope envelope, const at::Tensor& tensor);
+// defined (only for a Step), its frame in `dtype` (f32 unless a route hop
+// asks for int8 blocks).
+WireResult<transport::Frames> EncodeFrames(v1::Envelope envelope, const at::Tensor& tensor,
+                                           v1::Dtype dtype = v1::DTYPE_F32);
 
 }  // namespace troupe

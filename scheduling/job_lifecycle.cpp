@@ -95,7 +95,7 @@ Actions JobLifecycle::Submit(uint64_t job_id, const Origin& client, uint64_t req
       return out;
     }
     job.session_id = ++next_session_;
-    job.route = RouteThrough(config_.node_id, config_.node_endpoint, *spans);
+    job.route = RouteThrough(config_.node_id, config_.node_endpoint, *spans, config_.int8_link_rtt_ms);
   }
   if (!admitted.seed_given) job.params.seed = Mix64(job.session_id);
   out.push_back(Reply{client, JobStatusReply(request_id, job.job_id, v1::JOB_RUNNING, job.session_id)});
@@ -545,7 +545,7 @@ void JobLifecycle::Dispatch(uint64_t sid, v1::ErrorCode code, const std::string&
   const uint64_t moved = ++next_session_;
   job.state = job.sampler_holds ? JobState::kRerouting : JobState::kOpening;
   job.session_id = moved;
-  job.route = RouteThrough(config_.node_id, config_.node_endpoint, *spans);
+  job.route = RouteThrough(config_.node_id, config_.node_endpoint, *spans, config_.int8_link_rtt_ms);
   job.copy_from = 0;  // a fresh route: nothing to copy (a rerouted job replays it all)
   job.cached = 0;
   if (job.sampler_holds) out.push_back(SessionMove{sid, moved, job.route});

@@ -143,9 +143,10 @@ struct LifecycleConfig {
   std::chrono::milliseconds kept_ttl = std::chrono::minutes(5);  // idle kept sessions expire
   int64_t kept_max_length = 2048;                                // a kept session's positions when its job names none
   bool prefix_reuse = true;                                      // park finished jobs' caches and copy shared prefixes
-  int64_t min_reuse = 16;                                        // the shortest shared prefix worth a copy
-  size_t max_parked = 256;                                       // parked caches the head keeps track of
-  size_t max_queued = 1024;                                      // jobs waiting for cache at most; past that, BUSY
+  double int8_link_rtt_ms = 0;  // > 0: int8 hidden states over links slower than this (RouteThrough)
+  int64_t min_reuse = 16;       // the shortest shared prefix worth a copy
+  size_t max_parked = 256;      // parked caches the head keeps track of
+  size_t max_queued = 1024;     // jobs waiting for cache at most; past that, BUSY
   std::chrono::milliseconds busy_retry = std::chrono::seconds(5);  // BUSY's retry hint
 };
 

@@ -4,8 +4,14 @@
 //
 // A route covers the model's layers [0, n_layers) with spans of registered
 // shards, starting at layer 0 and continuing where the previous span ended.
-// Where several nodes serve the same span (replicas) the registry takes them
-// in turn (round robin). Nodes learned from announces expire when they stop
+// It is the shortest such path by estimated step time: each node costs its
+// round trip from the head (measured by pings; links are what a slow hop
+// pays) plus its measured compute per step times (1 + the sessions on it),
+// so sessions take the fast nodes and spread over replicas by load. A node
+// not measured yet costs kDefaultStepMs per session; equal costs go to the
+// node whose turn it is (so equal replicas alternate). Each route taken
+// counts a session on its nodes until their next heartbeat reports the
+// real number. Nodes learned from announces expire when they stop
 // announcing; nodes from the config never do.
 //
 // Plain data, no sockets or actors. Thread-safety: none (the scheduler
@@ -22,15 +28,20 @@
 
 namespace troupe::scheduling {
 
+// The cost per session of a node whose step time is not measured yet.
+constexpr double kDefaultStepMs = 1.0;
+
 struct ShardEntry {
   std::string node_id;
   std::string endpoint;
   int64_t layer_begin = 0, layer_end = 0;
   bool fixed = false;  // from the config: never expires
   std::chrono::steady_clock::time_point last_seen;
-  // Last reported load (for status).
+  // Last reported load (for status and routing).
   uint64_t cache_bytes_in_use = 0;
   uint32_t sessions = 0;
+  double step_ms = -1;       // measured compute per step (its heartbeats); < 0 = not yet
+  double rtt_ms = -1;        // measured round trip from the head (pings); < 0 = not yet
   std::string public_key{};  // Z85, from its announce (curve mode; checked against the allowlist); may be empty
 };
 
@@ -40,6 +51,7 @@ struct Span {
   std::string endpoint;
   int64_t layer_begin = 0, layer_end = 0;
   std::string public_key;  // the node's, when its announce gave one
+  double rtt_ms = -1;      // its measured round trip from the head; < 0 = not yet
 };
 
 class Registry {
@@ -53,6 +65,13 @@ class Registry {
   // A heartbeat from a known node: it is alive now. Unknown nodes are ignored
   // (they join by announcing).
   void Touch(const std::string& node_id, std::chrono::steady_clock::time_point now);
+  // What its heartbeat reports: compute per step (< 0: none measured yet)
+  // and sessions open on it.
+  void Report(const std::string& node_id, double step_ms, uint32_t sessions);
+  // A ping's round trip to the node (smoothed over the last few).
+  void RecordRoundTrip(const std::string& node_id, double rtt_ms);
+  // The estimated cost of one more session's step through the node, ms.
+  static double Cost(const ShardEntry& e);
   // Learned nodes not heard from for longer than the ttl: stopped, hung or cut off.
   std::vector<std::string> Expired(std::chrono::steady_clock::time_point now) const;
   std::chrono::milliseconds ttl() const { return ttl_; }
@@ -71,14 +90,12 @@ class Registry {
 
  private:
   bool Alive(const ShardEntry& e, std::chrono::steady_clock::time_point now) const;
-  // The spans of a route through [0, n_layers), each as its replicas: at
-  // each layer the live nodes starting there that reach furthest. NotFound
-  // naming the first layer no live node serves.
-  Result<std::vector<std::vector<const ShardEntry*>>> Spans(int64_t n_layers,
-                                                            std::chrono::steady_clock::time_point now) const;
+  // The cheapest path of live nodes through [0, n_layers) (Cost per node,
+  // ties to the turn); NotFound naming the first layer no path reaches.
+  Result<std::vector<const ShardEntry*>> Cheapest(int64_t n_layers, std::chrono::steady_clock::time_point now) const;
   std::chrono::milliseconds ttl_;
   std::map<std::string, ShardEntry> nodes_;
-  std::map<int64_t, uint64_t> turn_;  // round-robin counter per span start
+  uint64_t turn_ = 0;  // which of equal-cost nodes goes first
 };
 
 }  // namespace troupe::scheduling

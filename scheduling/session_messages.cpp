@@ -19,14 +19,19 @@ v1::RouteHop Hop(const std::string& node, const std::string& endpoint, v1::Stage
 }  // namespace
 
 std::vector<v1::RouteHop> RouteThrough(const std::string& head, const std::string& endpoint,
-                                       const std::vector<Span>& spans) {
+                                       const std::vector<Span>& spans, double int8_link_rtt_ms) {
+  auto slow = [int8_link_rtt_ms](double rtt) { return int8_link_rtt_ms > 0 && rtt > int8_link_rtt_ms; };
   std::vector<v1::RouteHop> route;
   route.push_back(Hop(head, endpoint, v1::STAGE_EMBEDDING));
+  double previous_rtt = 0;  // the head's link to itself
   for (const Span& s : spans) {
     route.push_back(Hop(s.node_id, s.endpoint, v1::STAGE_SHARD, s.layer_begin, s.layer_end));
     if (!s.public_key.empty()) route.back().set_public_key(s.public_key);
+    if (slow(previous_rtt) || slow(s.rtt_ms)) route.back().set_encoding(v1::DTYPE_INT8_BLOCK32);
+    previous_rtt = s.rtt_ms;
   }
   route.push_back(Hop(head, endpoint, v1::STAGE_LM_HEAD));
+  if (slow(previous_rtt)) route.back().set_encoding(v1::DTYPE_INT8_BLOCK32);
   route.push_back(Hop(head, endpoint, v1::STAGE_SAMPLER));
   return route;
 }

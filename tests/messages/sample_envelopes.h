@@ -72,6 +72,7 @@ inline std::vector<v1::Envelope> SampleEnvelopes() {
     m->set_token_count(2);
     FillHop(m->add_rest_of_route(), "shard-1", v1::STAGE_SHARD, 15, 30);
     FillHop(m->add_rest_of_route(), "head-0", v1::STAGE_LM_HEAD, 0, 0);
+    m->mutable_rest_of_route(1)->set_encoding(v1::DTYPE_INT8_BLOCK32);  // a slow link
     m->mutable_tensor()->set_dtype(v1::DTYPE_BF16);
     m->mutable_tensor()->add_shape(2);
     m->mutable_tensor()->add_shape(576);
@@ -179,6 +180,14 @@ inline std::vector<v1::Envelope> SampleEnvelopes() {
   }
   {
     v1::Heartbeat* m = next().mutable_heartbeat();
+    m->set_node_id("shard-1");
+    m->set_step_ms(4.25);
+    m->set_sessions(3);
+  }
+  next().mutable_ping()->set_sent_micros(1234567890123);
+  {
+    v1::Pong* m = next().mutable_pong();
+    m->set_sent_micros(1234567890123);
     m->set_node_id("shard-1");
   }
   {

@@ -89,5 +89,49 @@ TEST(RegistryTest, RoutesCarryTheAnnouncedKey) {
   EXPECT_EQ((*route)[0].public_key, "K");
 }
 
+TEST(RegistryTest, NewSessionsTakeTheFastReplicaUntilItsLoadOutweighsTheLink) {
+  Registry r;
+  const auto now = std::chrono::steady_clock::now();
+  r.Upsert(ShardEntry{"a", "tcp://a", 0, 10, false, now});
+  r.Upsert(ShardEntry{"fast", "tcp://fast", 10, 30, false, now});
+  r.Upsert(ShardEntry{"slow", "tcp://slow", 10, 30, false, now});
+  r.RecordRoundTrip("fast", 0.2);
+  r.RecordRoundTrip("slow", 100);  // a 50 ms link each way
+  r.Report("fast", 5, 0);
+  r.Report("slow", 5, 0);
+  for (int i = 0; i < 10; ++i) {
+    auto route = r.Route(30, now);
+    ASSERT_TRUE(route.ok());
+    EXPECT_EQ((*route)[1].node_id, "fast") << "session " << i;
+  }
+  // 20 sessions on the fast one (its heartbeat says): 0.2 + 5 * 21 > 100 + 5.
+  r.Report("fast", 5, 20);
+  auto route = r.Route(30, now);
+  ASSERT_TRUE(route.ok());
+  EXPECT_EQ((*route)[1].node_id, "slow");
+  // A refreshed announce keeps what was measured.
+  r.Upsert(ShardEntry{"slow", "tcp://slow", 10, 30, false, now});
+  EXPECT_GT(r.Find("slow")->rtt_ms, 50);
+}
+
+TEST(RegistryTest, OneNodeForTheWholeModelBeatsTwoHopsOfTheSameSpeed) {
+  Registry r;
+  const auto now = std::chrono::steady_clock::now();
+  r.Upsert(ShardEntry{"a", "tcp://a", 0, 10, false, now});
+  r.Upsert(ShardEntry{"b", "tcp://b", 10, 30, false, now});
+  r.Upsert(ShardEntry{"whole", "tcp://w", 0, 30, false, now});
+  for (const char* n : {"a", "b", "whole"}) r.RecordRoundTrip(n, 1);
+  auto route = r.Route(30, now);
+  ASSERT_TRUE(route.ok());
+  ASSERT_EQ(route->size(), 1u);
+  EXPECT_EQ((*route)[0].node_id, "whole");
+  // Made slow, the two-hop path wins.
+  r.RecordRoundTrip("whole", 500);
+  r.RecordRoundTrip("whole", 500);
+  route = r.Route(30, now);
+  ASSERT_TRUE(route.ok());
+  EXPECT_EQ(route->size(), 2u);
+}
+
 }  // namespace
 }  // namespace troupe::scheduling
