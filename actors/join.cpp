@@ -12,6 +12,8 @@
 #include "messages/wire_error.h"
 #include "pipeline/format/layer_tensors.h"
 #include "pipeline/format/model_source.h"
+#include "pipeline/model/model_options.h"
+#include "pipeline/model/torch_device.h"
 #include "transport/link.h"
 
 namespace troupe::actors {
@@ -59,8 +61,27 @@ uint64_t DefaultMemoryBudget() {
 Result<scheduling::LayerSpan> ChooseLayers(const cluster::NodeConfig& config, std::chrono::seconds wait,
                                            const std::function<bool()>& stopping) {
   TROUPE_ASSIGN_OR_RETURN(std::unique_ptr<ModelSource> source, ModelSource::Open(config.model));
-  const uint64_t budget = config.memory_budget_bytes > 0 ? config.memory_budget_bytes : DefaultMemoryBudget();
-  Result<int64_t> fit = scheduling::LayersThatFit(LayerBytes(*source), budget, config.cache_budget_bytes);
+  ModelOptions options;
+  options.device = config.device;
+  options.backend = config.backend;
+  options.dtype = config.dtype;
+  TROUPE_ASSIGN_OR_RETURN(ResolvedBackend backend, ResolveBackend(options));
+  // What the layers weigh where they will live: the file's blocks for the
+  // kernels, values times the dtype for the torch backend (on a GPU, against
+  // its free memory: weights and KV cache both live there).
+  std::vector<uint64_t> layer_bytes = LayerBytes(*source);
+  uint64_t budget = config.memory_budget_bytes;
+  if (backend.backend == Backend::kTorch) {
+    const uint64_t element = backend.dtype == "f32" ? 4 : 2;
+    layer_bytes = LayerValues(*source);
+    for (uint64_t& b : layer_bytes) b *= element;
+    if (budget == 0 && backend.device != "cpu") {
+      TROUPE_ASSIGN_OR_RETURN(DeviceMemory memory, DeviceMemoryOf(backend.device));
+      budget = memory.free_bytes / 10 * 9;
+    }
+  }
+  if (budget == 0) budget = DefaultMemoryBudget();
+  Result<int64_t> fit = scheduling::LayersThatFit(layer_bytes, budget, config.cache_budget_bytes);
   if (!fit.ok()) return Status::InvalidArgument("layers: auto: " + fit.status().message());
 
   const cluster::PeerConfig* head = config.FindPeer(config.head_id);

@@ -34,6 +34,7 @@
 #include "pipeline/model/decoder.h"
 #include "pipeline/model/model_options.h"
 #include "pipeline/model/prompt.h"
+#include "pipeline/model/torch_device.h"
 #include "scheduling/admission.h"
 #include "transport/keys.h"
 #include "transport/links.h"
@@ -85,6 +86,8 @@ Status LoadModel(const cluster::NodeConfig& c, NodeContext* ctx, std::shared_ptr
   ModelOptions options;
   options.threads = c.threads;
   options.device = c.device;
+  options.backend = c.backend;
+  options.dtype = c.dtype;
   if (c.head) {
     TROUPE_ASSIGN_OR_RETURN(auto tokenizer, Tokenizer::Create(source->tokenizer_spec()));
     TROUPE_ASSIGN_OR_RETURN(auto embedding, Embedding::Load(*source));
@@ -98,6 +101,19 @@ Status LoadModel(const cluster::NodeConfig& c, NodeContext* ctx, std::shared_ptr
   }
   if (c.shard) {
     TROUPE_ASSIGN_OR_RETURN(auto d, Decoder::Load(*source, c.layer_begin, c.layer_end, options));
+    std::cerr << "troupe node " << c.id << ": layers " << c.layer_begin << "-" << c.layer_end << " on " << d->Describe()
+              << std::endl;
+    // On a GPU the KV caches share the device with the weights just loaded:
+    // the cache budget is held to 90 % of what is free now.
+    if (Result<DeviceMemory> memory = DeviceMemoryOf(d->cache_shape().device); memory.ok()) {
+      const uint64_t room = memory->free_bytes / 10 * 9;
+      if (ctx->config.cache_budget_bytes > room) {
+        std::cerr << "troupe node " << c.id << ": cache budget " << (ctx->config.cache_budget_bytes >> 20)
+                  << " MiB lowered to " << (room >> 20) << " MiB, 90 % of " << d->cache_shape().device
+                  << "'s free memory" << std::endl;
+        ctx->config.cache_budget_bytes = room;
+      }
+    }
     *decoder = std::move(d);
   }
   // A head checks every layer a shard announces; a shard digests its own.

@@ -46,6 +46,9 @@ void RegisterCluster(CLI::App& app) {
                  "Contrastive decoding: the head's amateur model (same vocabulary as --model); without it "
                  "contrastive jobs are refused");
   up->add_option("--threads", o->threads, "Compute threads per node (0 = all cores)")->capture_default_str();
+  up->add_option("--device", o->device, "Every node's device: cpu, cuda or cuda:N")->capture_default_str();
+  up->add_option("--backend", o->backend, "Every node's backend: auto, kernels or torch")->capture_default_str();
+  up->add_option("--dtype", o->dtype, "Torch backend dtype: auto, bf16, f16 or f32")->capture_default_str();
   up->add_option("--cache-budget-mb", *budget_mb, "KV cache budget per shard node, MiB")->capture_default_str();
   up->add_option("--max-batch-sessions", o->max_batch_sessions, "Sessions per batch (0 = no limit)")
       ->capture_default_str();

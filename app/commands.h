@@ -24,6 +24,7 @@ void RegisterStatus(CLI::App& app);
 void RegisterSession(CLI::App& app);
 void RegisterJob(CLI::App& app);
 void RegisterBridge(CLI::App& app);
+void RegisterDevices(CLI::App& app);
 
 int ExitCode();
 void SetExitCode(int code);
@@ -35,6 +36,11 @@ std::string ResolveModelPath(const std::string& flag);
 // search's --num-beams, --length-penalty, --early-stopping,
 // --num-return-sequences, --seed, --stop) to `cmd`, writing into `params`.
 void AddSamplingFlags(CLI::App* cmd, SamplingParams* params);
+
+// Adds how the model runs here — --threads, --backend (auto | kernels |
+// torch), --device (cpu | cuda[:N]), --dtype (auto | bf16 | f16 | f32) — to
+// `cmd`, writing into `options` (model_options.h says what each means).
+void AddModelOptionFlags(CLI::App* cmd, ModelOptions* options);
 
 // How a client command reaches a head's job endpoint: --endpoint,
 // --server-key (the key or the head's node.pub), --client-key.

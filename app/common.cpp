@@ -34,6 +34,17 @@ std::string ResolveModelPath(const std::string& flag) {
   return TROUPE_INSTALLED_MODEL;
 }
 
+void AddModelOptionFlags(CLI::App* cmd, ModelOptions* options) {
+  cmd->add_option("--threads", options->threads, "Worker threads (0 = all cores)")->capture_default_str();
+  cmd->add_option("--backend", options->backend,
+                  "auto (kernels on cpu, torch elsewhere), kernels (quantized CPU kernels) or torch (libtorch ops)")
+      ->capture_default_str();
+  cmd->add_option("--device", options->device, "cpu, cuda or cuda:N (cuda needs a CUDA libtorch build)")
+      ->capture_default_str();
+  cmd->add_option("--dtype", options->dtype, "torch backend: auto (bf16 on cuda, f32 on cpu), bf16, f16 or f32")
+      ->capture_default_str();
+}
+
 void AddSamplingFlags(CLI::App* cmd, SamplingParams* p) {
   cmd->add_option("--max-tokens", p->max_tokens, "New tokens at most")->capture_default_str();
   cmd->add_option("--temperature", p->temperature, "Sampling temperature; 0 = greedy")->capture_default_str();

@@ -75,8 +75,7 @@ void RegisterGenerate(CLI::App& app) {
         flags->params.contrastive = true;
       },
       "Contrastive decoding: the amateur model (same vocabulary as --model; implies --contrastive)");
-  cmd->add_option("--threads", flags->options.threads, "Worker threads (0 = all cores)")->capture_default_str();
-  cmd->add_option("--device", flags->options.device, "cpu")->capture_default_str();
+  AddModelOptionFlags(cmd, &flags->options);
   cmd->add_flag("--json", flags->json, "One JSON line per token, then a summary line");
   cmd->callback([flags] { RunGenerate(*flags); });
 }

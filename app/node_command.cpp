@@ -25,6 +25,7 @@ struct NodeFlags {
   std::string config, join, id, model, layers, listen, advertise, secret_key, head_key, allowlist;
   std::optional<double> memory_budget_mb, cache_budget_mb;
   std::optional<int> threads;
+  std::string device, backend, dtype;
   bool insecure = false;
 };
 
@@ -73,6 +74,9 @@ Result<cluster::NodeConfig> ConfigFromFlags(const NodeFlags& f) {
   if (f.memory_budget_mb) c.memory_budget_bytes = static_cast<uint64_t>(*f.memory_budget_mb * 1024 * 1024);
   if (f.cache_budget_mb) c.cache_budget_bytes = static_cast<uint64_t>(*f.cache_budget_mb * 1024 * 1024);
   if (f.threads) c.threads = *f.threads;
+  if (!f.device.empty()) c.device = f.device;
+  if (!f.backend.empty()) c.backend = f.backend;
+  if (!f.dtype.empty()) c.dtype = f.dtype;
   if (!f.join.empty()) {
     if (Status st = cluster::JoinHead(&c, f.join, f.head_key); !st.ok()) {
       return Status::InvalidArgument(what + ": --join: " + st.message());
@@ -103,6 +107,9 @@ void RegisterNode(CLI::App& app) {
                   "With --layers auto: MiB for weights, KV cache and process (default: 90% of available)");
   cmd->add_option("--cache-budget-mb", f->cache_budget_mb, "KV cache budget, MiB");
   cmd->add_option("--threads", f->threads, "Compute threads (0 = all cores)");
+  cmd->add_option("--device", f->device, "cpu, cuda or cuda:N (default: the file's, else cpu)");
+  cmd->add_option("--backend", f->backend, "auto, kernels or torch (default: the file's, else auto)");
+  cmd->add_option("--dtype", f->dtype, "Torch backend: auto, bf16, f16 or f32 (default: the file's, else auto)");
   cmd->add_flag("--insecure", f->insecure, "Allow plain (no CURVE) links on non-loopback addresses");
   cmd->callback([f] {
     if (f->config.empty() && f->join.empty()) return Fail("troupe node: give --config FILE or --join HEAD_ENDPOINT");

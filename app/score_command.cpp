@@ -34,7 +34,7 @@ void RegisterScore(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("score", "Score a text: per-position argmax and log-probabilities");
   cmd->add_option("--text", flags->text, "Text to score")->required();
   cmd->add_option("--model", flags->model, "GGUF file or Hugging Face folder");
-  cmd->add_option("--threads", flags->options.threads, "Worker threads (0 = all cores)");
+  AddModelOptionFlags(cmd, &flags->options);
   cmd->callback([flags] { RunScore(*flags); });
 }
 

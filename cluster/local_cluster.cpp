@@ -223,6 +223,9 @@ Status LocalCluster::Launch(const ClusterOptions& o) {
     c.model = model;
     if (n.head && !o.amateur_model.empty()) c.amateur_model = fs::weakly_canonical(o.amateur_model, ec).string();
     c.threads = o.threads;
+    c.device = o.device;
+    c.backend = o.backend;
+    c.dtype = o.dtype;
     c.cache_budget_bytes = o.cache_budget_bytes;
     c.max_batch_sessions = o.max_batch_sessions;
     c.kept_session_ttl_seconds = o.kept_session_ttl_seconds;

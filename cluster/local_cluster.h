@@ -58,9 +58,10 @@ struct ClusterOptions {
   int http_port = 0;      // the head's HTTP API on 127.0.0.1; 0 = chosen by the OS; < 0 = none
   bool insecure = false;  // plain node links
   std::string model;
-  std::string amateur_model;                          // the head's contrastive-decoding amateur; empty = none
-  int threads = 0;                                    // per node; 0 = all cores
-  uint64_t cache_budget_bytes = uint64_t{512} << 20;  // per shard node
+  std::string amateur_model;  // the head's contrastive-decoding amateur; empty = none
+  int threads = 0;            // per node; 0 = all cores
+  std::string device = "cpu", backend = "auto", dtype = "auto";  // every node's (node_config.h)
+  uint64_t cache_budget_bytes = uint64_t{512} << 20;             // per shard node
   int max_batch_sessions = 0;
   double kept_session_ttl_seconds = 300;  // the head's; see node_config.h
   bool prefix_reuse = true;               // the head's; see node_config.h

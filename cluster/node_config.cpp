@@ -73,6 +73,8 @@ const std::set<std::string> kTopKeys = {"id",
                                         "model",
                                         "amateur_model",
                                         "device",
+                                        "backend",
+                                        "dtype",
                                         "threads",
                                         "cache_budget_mb",
                                         "cache_budget_bytes",
@@ -95,6 +97,22 @@ const std::set<std::string> kTopKeys = {"id",
                                         "api_keys",
                                         "api_key_file",
                                         "admin_key_file"};
+
+// The names device, backend and dtype may take (pipeline/model/model_options.h
+// resolves them when the model loads; this names a typo before that).
+Status CheckModelOptionNames(const NodeConfig& c, const std::string& what) {
+  const bool cuda = c.device.rfind("cuda:", 0) == 0 && c.device.size() > 5 &&
+                    c.device.find_first_not_of("0123456789", 5) == std::string::npos;
+  if (c.device != "cpu" && c.device != "cuda" && !cuda)
+    return Status::InvalidArgument(what + ": device: '" + c.device + "' is not cpu, cuda or cuda:N");
+  if (c.backend != "auto" && c.backend != "kernels" && c.backend != "torch")
+    return Status::InvalidArgument(what + ": backend: '" + c.backend + "' is not auto, kernels or torch");
+  if (c.dtype != "auto" && c.dtype != "bf16" && c.dtype != "f16" && c.dtype != "f32")
+    return Status::InvalidArgument(what + ": dtype: '" + c.dtype + "' is not auto, bf16, f16 or f32");
+  if (c.backend == "kernels" && c.device != "cpu")
+    return Status::InvalidArgument(what + ": backend: kernels runs on the cpu only, not on " + c.device);
+  return Status::Ok();
+}
 
 }  // namespace
 
@@ -175,6 +193,8 @@ Result<NodeConfig> ParseNodeConfig(const std::string& text, const std::string& b
     c.amateur_model = Resolve(base_dir, c.amateur_model);
   }
   TROUPE_RETURN_IF_ERROR(Read(root, "device", &c.device, what));
+  TROUPE_RETURN_IF_ERROR(Read(root, "backend", &c.backend, what));
+  TROUPE_RETURN_IF_ERROR(Read(root, "dtype", &c.dtype, what));
   TROUPE_RETURN_IF_ERROR(Read(root, "threads", &c.threads, what));
   if (c.threads < 0) return Status::InvalidArgument(what + ": threads: must be >= 0");
   double budget_mb = -1;
@@ -286,6 +306,7 @@ Result<NodeConfig> ParseNodeConfig(const std::string& text, const std::string& b
 }
 
 Status ValidateNodeConfig(const NodeConfig& c, const std::string& what) {
+  TROUPE_RETURN_IF_ERROR(CheckModelOptionNames(c, what));
   if (c.id.empty() || c.id.size() > 255) return Status::InvalidArgument(what + ": id: must be 1 to 255 characters");
   if (!c.head && !c.shard) return Status::InvalidArgument(what + ": roles: name head and/or shard");
   if (c.model.empty()) return Status::InvalidArgument(what + ": model: missing");
@@ -381,6 +402,8 @@ std::string NodeConfigToYaml(const NodeConfig& c) {
   out << YAML::Key << "model" << YAML::Value << c.model;
   if (!c.amateur_model.empty()) out << YAML::Key << "amateur_model" << YAML::Value << c.amateur_model;
   out << YAML::Key << "device" << YAML::Value << c.device;
+  out << YAML::Key << "backend" << YAML::Value << c.backend;
+  out << YAML::Key << "dtype" << YAML::Value << c.dtype;
   out << YAML::Key << "threads" << YAML::Value << c.threads;
   out << YAML::Key << "cache_budget_bytes" << YAML::Value << c.cache_budget_bytes;
   out << YAML::Key << "idle_timeout_seconds" << YAML::Value << c.idle_timeout_seconds;

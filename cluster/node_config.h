@@ -13,7 +13,9 @@
 //   amateur_model: /models/small.gguf # head: contrastive decoding's amateur (same
 //                                   # vocabulary as model); absent = none, and
 //                                   # contrastive jobs are refused (BAD_REQUEST)
-//   device: cpu
+//   device: cpu                     # cpu, cuda or cuda:N (a GPU needs a CUDA libtorch build)
+//   backend: auto                   # auto (kernels on cpu, torch elsewhere), kernels or torch
+//   dtype: auto                     # torch backend: auto (bf16 on cuda, f32 on cpu), bf16, f16, f32
 //   threads: 2                      # compute threads of this process; 0 = all cores
 //   cache_budget_mb: 512            # shard: KV cache memory for all sessions
 //   idle_timeout_seconds: 600       # shard: close sessions without steps for this long
@@ -109,6 +111,8 @@ struct NodeConfig {
   std::string model;
   std::string amateur_model;  // head only; empty = no contrastive decoding
   std::string device = "cpu";
+  std::string backend = "auto";  // pipeline/model/model_options.h
+  std::string dtype = "auto";
   int threads = 0;
   uint64_t cache_budget_bytes = uint64_t{512} << 20;
   double idle_timeout_seconds = 600;

@@ -37,4 +37,15 @@ std::vector<uint64_t> LayerBytes(const ModelSource& source) {
   return bytes;
 }
 
+std::vector<uint64_t> LayerValues(const ModelSource& source) {
+  const std::vector<std::vector<std::string>> layers = LayerTensors(source);
+  std::vector<uint64_t> values(layers.size(), 0);
+  for (size_t i = 0; i < layers.size(); ++i) {
+    for (const std::string& name : layers[i]) {
+      if (const TensorView* t = source.Find(name)) values[i] += static_cast<uint64_t>(t->numel());
+    }
+  }
+  return values;
+}
+
 }  // namespace troupe

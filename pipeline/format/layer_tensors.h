@@ -24,4 +24,8 @@ int64_t LayerOf(const std::string& tensor_name);
 // serves the layer maps and keeps).
 std::vector<uint64_t> LayerBytes(const ModelSource& source);
 
+// Values (weights) of each layer: times the element size, what a backend
+// that expands the blocks (the torch backend's bf16 or fp32) keeps.
+std::vector<uint64_t> LayerValues(const ModelSource& source);
+
 }  // namespace troupe

@@ -4,63 +4,9 @@
 
 #include <string>
 
-#include "pipeline/model/cpu_ops.h"
-#include "pipeline/model/rope.h"
-#include "pipeline/model/weights.h"
+#include "pipeline/model/decoder_backends.h"
 
 namespace troupe {
-
-namespace {
-
-// One transformer block's weights, named as in GGUF.
-struct Block {
-  std::vector<float> attn_norm;   // [hidden]
-  QuantMatrix attn_q;             // [n_heads * head_dim, hidden]
-  QuantMatrix attn_k;             // [n_kv_heads * head_dim, hidden]
-  QuantMatrix attn_v;             // [n_kv_heads * head_dim, hidden]
-  std::vector<float> bq, bk, bv;  // biases (Qwen2) or empty
-  QuantMatrix attn_output;        // [hidden, n_heads * head_dim]
-  std::vector<float> ffn_norm;    // [hidden]
-  QuantMatrix ffn_gate;           // [intermediate, hidden]
-  QuantMatrix ffn_up;             // [intermediate, hidden]
-  QuantMatrix ffn_down;           // [hidden, intermediate]
-};
-
-DecoderProbe g_probe = nullptr;
-
-inline void Probe(const char* name, int64_t layer, const float* data, int64_t n) {
-  if (g_probe) g_probe(name, layer, data, n);
-}
-
-void AddBias(float* rows, const std::vector<float>& bias, int64_t n_rows) {
-  if (bias.empty()) return;
-  const int64_t w = static_cast<int64_t>(bias.size());
-  for (int64_t r = 0; r < n_rows; ++r) AddInPlace(rows + r * w, bias.data(), w);
-}
-
-}  // namespace
-
-void SetDecoderProbe(DecoderProbe probe) { g_probe = probe; }
-
-struct Decoder::Impl {
-  ModelConfig config;
-  int64_t begin = 0, end = 0;
-  int threads = 1;
-  std::vector<Block> blocks;
-  std::unique_ptr<Rope> rope;
-  // Scratch reused across calls (grown as needed).
-  std::vector<float> xn, q, k, v, att, proj, gate, up, angles;
-};
-
-Decoder::Decoder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Decoder::~Decoder() = default;
-int64_t Decoder::begin_layer() const { return impl_->begin; }
-int64_t Decoder::end_layer() const { return impl_->end; }
-const ModelConfig& Decoder::config() const { return impl_->config; }
-
-KvCacheShape Decoder::cache_shape() const {
-  return KvCacheShape{impl_->begin, impl_->end, impl_->config.n_kv_heads, impl_->config.head_dim};
-}
 
 Result<std::unique_ptr<Decoder>> Decoder::Load(const ModelSource& source, int64_t begin, int64_t end,
                                                const ModelOptions& options) {
@@ -68,132 +14,30 @@ Result<std::unique_ptr<Decoder>> Decoder::Load(const ModelSource& source, int64_
   if (begin < 0 || end > c.n_layers || begin >= end)
     return Status::InvalidArgument("layer range [" + std::to_string(begin) + ", " + std::to_string(end) +
                                    ") is not inside the model's " + std::to_string(c.n_layers) + " layers");
-  if (options.device != "cpu")
-    return Status::Unsupported("device '" + options.device + "' is not supported by this build (cpu only)");
-  auto impl = std::make_unique<Impl>();
-  impl->config = c;
-  impl->begin = begin;
-  impl->end = end;
-  impl->threads = ResolveThreads(options);
-  const int64_t H = c.hidden, Dq = c.n_heads * c.head_dim, Dkv = c.n_kv_heads * c.head_dim, I = c.intermediate;
-  for (int64_t l = begin; l < end; ++l) {
-    const std::string p = "blk." + std::to_string(l) + ".";
-    Block b;
-    TROUPE_ASSIGN_OR_RETURN(b.attn_norm, LoadVector(source, p + "attn_norm.weight", H));
-    TROUPE_ASSIGN_OR_RETURN(b.attn_q, LoadMatrix(source, p + "attn_q.weight", Dq, H));
-    TROUPE_ASSIGN_OR_RETURN(b.attn_k, LoadMatrix(source, p + "attn_k.weight", Dkv, H));
-    TROUPE_ASSIGN_OR_RETURN(b.attn_v, LoadMatrix(source, p + "attn_v.weight", Dkv, H));
-    if (c.qkv_bias) {
-      TROUPE_ASSIGN_OR_RETURN(b.bq, LoadVector(source, p + "attn_q.bias", Dq));
-      TROUPE_ASSIGN_OR_RETURN(b.bk, LoadVector(source, p + "attn_k.bias", Dkv));
-      TROUPE_ASSIGN_OR_RETURN(b.bv, LoadVector(source, p + "attn_v.bias", Dkv));
-    }
-    TROUPE_ASSIGN_OR_RETURN(b.attn_output, LoadMatrix(source, p + "attn_output.weight", H, Dq));
-    TROUPE_ASSIGN_OR_RETURN(b.ffn_norm, LoadVector(source, p + "ffn_norm.weight", H));
-    TROUPE_ASSIGN_OR_RETURN(b.ffn_gate, LoadMatrix(source, p + "ffn_gate.weight", I, H));
-    TROUPE_ASSIGN_OR_RETURN(b.ffn_up, LoadMatrix(source, p + "ffn_up.weight", I, H));
-    TROUPE_ASSIGN_OR_RETURN(b.ffn_down, LoadMatrix(source, p + "ffn_down.weight", H, I));
-    impl->blocks.push_back(std::move(b));
-    if (options.progress) options.progress(static_cast<double>(l - begin + 1) / (end - begin));
-  }
-  std::vector<float> freq_factors;
-  if (source.Find("rope_freqs.weight")) {
-    TROUPE_ASSIGN_OR_RETURN(freq_factors, LoadVector(source, "rope_freqs.weight", c.head_dim / 2));
-  }
-  impl->rope = std::make_unique<Rope>(c, std::move(freq_factors));
-  return std::unique_ptr<Decoder>(new Decoder(std::move(impl)));
+  TROUPE_ASSIGN_OR_RETURN(ResolvedBackend backend, ResolveBackend(options));
+  if (backend.backend == Backend::kTorch) return LoadTorchDecoder(source, begin, end, options, backend);
+  return LoadKernelDecoder(source, begin, end, options);
 }
 
-Status Decoder::Forward(HiddenState& hidden, const std::vector<SessionRows>& batch) {
-  Impl& m = *impl_;
-  const ModelConfig& c = m.config;
-  const int64_t H = c.hidden, hd = c.head_dim, Dq = c.n_heads * hd, Dkv = c.n_kv_heads * hd, I = c.intermediate;
-  int64_t N = 0;
+Result<int64_t> Decoder::CheckBatch(const HiddenState& hidden, const std::vector<SessionRows>& batch) const {
+  const KvCacheShape want = cache_shape();
+  int64_t n = 0;
   for (size_t s = 0; s < batch.size(); ++s) {
     const SessionRows& sr = batch[s];
     if (!sr.cache || sr.n_tokens <= 0) return Status::InvalidArgument("batch entry " + std::to_string(s) + " is empty");
     const KvCacheShape& cs = sr.cache->shape();
-    if (cs.begin_layer != m.begin || cs.end_layer != m.end || cs.n_kv_heads != c.n_kv_heads || cs.head_dim != hd)
+    if (cs.begin_layer != want.begin_layer || cs.end_layer != want.end_layer || cs.n_kv_heads != want.n_kv_heads ||
+        cs.head_dim != want.head_dim || cs.dtype != want.dtype || cs.device != want.device)
       return Status::InvalidArgument("batch entry " + std::to_string(s) + " has a KV cache for other layers");
     TROUPE_RETURN_IF_ERROR(sr.cache->Check(sr.n_tokens));
-    N += sr.n_tokens;
+    n += sr.n_tokens;
   }
-  if (!hidden.defined() || hidden.dim() != 2 || hidden.size(0) != N || hidden.size(1) != H ||
+  const int64_t h = config_.hidden;
+  if (!hidden.defined() || hidden.dim() != 2 || hidden.size(0) != n || hidden.size(1) != h ||
       hidden.scalar_type() != at::kFloat || !hidden.is_contiguous() || !hidden.is_cpu())
-    return Status::InvalidArgument("hidden state must be a contiguous fp32 CPU tensor [" + std::to_string(N) + ", " +
-                                   std::to_string(H) + "]");
-  float* x = hidden.data_ptr<float>();
-  m.xn.resize(N * H);
-  m.q.resize(N * Dq);
-  m.k.resize(N * Dkv);
-  m.v.resize(N * Dkv);
-  m.att.resize(N * Dq);
-  m.proj.resize(N * H);
-  m.gate.resize(N * I);
-  m.up.resize(N * I);
-  // cos/sin per row, shared by every layer.
-  m.angles.resize(N * hd);
-  {
-    int64_t r = 0;
-    for (const SessionRows& sr : batch)
-      for (int64_t i = 0; i < sr.n_tokens; ++i, ++r) m.rope->Angles(sr.cache->length() + i, &m.angles[r * hd]);
-  }
-  const AttentionShape ashape{c.n_heads, c.n_kv_heads, hd, 0};
-  for (int64_t l = m.begin; l < m.end; ++l) {
-    const Block& b = m.blocks[l - m.begin];
-    // Attention.
-    RmsNorm(x, b.attn_norm.data(), N, H, c.rms_eps, m.xn.data());
-    Probe("attn_norm", l, m.xn.data(), N * H);
-    const MatmulOutput qkv[] = {{&b.attn_q, m.q.data()}, {&b.attn_k, m.k.data()}, {&b.attn_v, m.v.data()}};
-    MultiplyShared(qkv, 3, m.xn.data(), N, m.threads);
-    AddBias(m.q.data(), b.bq, N);
-    AddBias(m.k.data(), b.bk, N);
-    AddBias(m.v.data(), b.bv, N);
-    Probe("Qcur", l, m.q.data(), N * Dq);
-    Probe("Kcur", l, m.k.data(), N * Dkv);
-    Probe("Vcur", l, m.v.data(), N * Dkv);
-    int64_t r0 = 0;
-    for (const SessionRows& sr : batch) {
-      KvCache& cache = *sr.cache;
-      const int64_t start = cache.length();
-      for (int64_t i = 0; i < sr.n_tokens; ++i) {
-        const int64_t r = r0 + i;
-        m.rope->Apply(&m.q[r * Dq], c.n_heads, &m.angles[r * hd]);
-        m.rope->Apply(&m.k[r * Dkv], c.n_kv_heads, &m.angles[r * hd]);
-        for (int64_t g = 0; g < c.n_kv_heads; ++g) {
-          ToHalf(&m.k[r * Dkv + g * hd], cache.keys(l, g) + (start + i) * hd, hd);
-          ToHalf(&m.v[r * Dkv + g * hd], cache.values(l, g) + (start + i) * hd, hd);
-        }
-      }
-      Probe("Qrope", l, &m.q[r0 * Dq], sr.n_tokens * Dq);
-      Probe("Krope", l, &m.k[r0 * Dkv], sr.n_tokens * Dkv);
-      AttentionShape as = ashape;
-      as.cache_stride = cache.max_length() * hd;
-      Attention(&m.q[r0 * Dq], cache.keys(l, 0), cache.values(l, 0), as, start, sr.n_tokens, &m.att[r0 * Dq],
-                m.threads);
-      r0 += sr.n_tokens;
-    }
-    Probe("kqv", l, m.att.data(), N * Dq);
-    b.attn_output.Multiply(m.att.data(), N, m.proj.data(), m.threads);
-    Probe("kqv_out", l, m.proj.data(), N * H);
-    AddInPlace(x, m.proj.data(), N * H);
-    Probe("ffn_inp", l, x, N * H);
-    // Feed-forward (SwiGLU).
-    RmsNorm(x, b.ffn_norm.data(), N, H, c.rms_eps, m.xn.data());
-    Probe("ffn_norm", l, m.xn.data(), N * H);
-    const MatmulOutput gate_up[] = {{&b.ffn_gate, m.gate.data()}, {&b.ffn_up, m.up.data()}};
-    MultiplyShared(gate_up, 2, m.xn.data(), N, m.threads);
-    Probe("ffn_gate", l, m.gate.data(), N * I);
-    Probe("ffn_up", l, m.up.data(), N * I);
-    for (int64_t r = 0; r < N; ++r) SiluMul(&m.gate[r * I], &m.up[r * I], I);
-    Probe("ffn_swiglu", l, m.gate.data(), N * I);
-    b.ffn_down.Multiply(m.gate.data(), N, m.proj.data(), m.threads);
-    Probe("ffn_out", l, m.proj.data(), N * H);
-    AddInPlace(x, m.proj.data(), N * H);
-    Probe("l_out", l, x, N * H);
-  }
-  for (const SessionRows& sr : batch) sr.cache->Commit(sr.n_tokens);
-  return Status::Ok();
+    return Status::InvalidArgument("hidden state must be a contiguous fp32 CPU tensor [" + std::to_string(n) + ", " +
+                                   std::to_string(h) + "]");
+  return n;
 }
 
 }  // namespace troupe

@@ -10,13 +10,22 @@
 //
 // Batching: Forward takes the rows of several sessions concatenated; the
 // matrix products run once over all rows, attention per session against its
-// own cache. Weights are borrowed from the ModelSource, which must outlive the
-// Decoder. Thread-safety: Forward may not run concurrently on one Decoder
-// (scratch is shared); it is the shard actor's single thread that calls it.
+// own cache.
+//
+// Backends (ModelOptions, model_options.h): the quantized kernels borrow the
+// weights from the ModelSource, which must outlive the Decoder, and are
+// bit-exact with llama.cpp's one-token path and batch invariant; the torch
+// backend (torch_decoder.cpp) expands the weights to its dtype on its device
+// (CPU or CUDA) and computes with libtorch ops — close to the kernels, not
+// bit-identical. Both take and return fp32 CPU hidden states, so shards of
+// either kind serve the same ring. Thread-safety: Forward may not run
+// concurrently on one Decoder (scratch is shared); it is the shard actor's
+// single thread that calls it.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "pipeline/format/model_source.h"
@@ -42,28 +51,41 @@ void SetDecoderProbe(DecoderProbe probe);
 
 class Decoder {
  public:
-  // Loads layers [begin, end): InvalidArgument for a bad range; NotFound /
-  // InvalidArgument naming the tensor when one is missing or mis-shaped.
+  // Loads layers [begin, end) on the backend `options` resolve to:
+  // InvalidArgument for a bad range or option; NotFound / InvalidArgument
+  // naming the tensor when one is missing or mis-shaped; Unsupported for a
+  // device this build cannot use; ResourceExhausted when the weights do not
+  // fit the device.
   static Result<std::unique_ptr<Decoder>> Load(const ModelSource& source, int64_t begin, int64_t end,
                                                const ModelOptions& options);
-  ~Decoder();
+  virtual ~Decoder() = default;
 
-  int64_t begin_layer() const;
-  int64_t end_layer() const;
-  const ModelConfig& config() const;
-  // The cache shape every session on this decoder needs.
-  KvCacheShape cache_shape() const;
+  int64_t begin_layer() const { return begin_; }
+  int64_t end_layer() const { return end_; }
+  const ModelConfig& config() const { return config_; }
+  // The cache shape every session on this decoder needs (its dtype and
+  // device are the backend's).
+  virtual KvCacheShape cache_shape() const = 0;
+  // "kernels (cpu)" or "torch (cuda:0, bf16)".
+  virtual std::string Describe() const = 0;
 
-  // hidden: [sum of n_tokens, hidden] fp32, updated in place. On success every
-  // session's cache has advanced by its n_tokens. Fails without touching any
-  // cache when a cache lacks room (ResourceExhausted), is for other layers, or
-  // the rows do not add up (InvalidArgument).
-  Status Forward(HiddenState& hidden, const std::vector<SessionRows>& batch);
+  // hidden: [sum of n_tokens, hidden] fp32 CPU, updated in place. On success
+  // every session's cache has advanced by its n_tokens. Fails without
+  // touching any cache when a cache lacks room (ResourceExhausted), is for
+  // other layers, or the rows do not add up (InvalidArgument); a device
+  // out-of-memory during the step is ResourceExhausted, and the caches are
+  // then as before the step.
+  virtual Status Forward(HiddenState& hidden, const std::vector<SessionRows>& batch) = 0;
+
+ protected:
+  Decoder(const ModelConfig& config, int64_t begin, int64_t end) : config_(config), begin_(begin), end_(end) {}
+  // The checks every backend makes before a step: non-empty rows, caches of
+  // cache_shape() with room, hidden a contiguous fp32 CPU [N, hidden]. Returns N.
+  Result<int64_t> CheckBatch(const HiddenState& hidden, const std::vector<SessionRows>& batch) const;
 
  private:
-  struct Impl;
-  explicit Decoder(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  ModelConfig config_;
+  int64_t begin_ = 0, end_ = 0;
 };
 
 }  // namespace troupe

@@ -1,6 +1,9 @@
 // Embedding: token ids -> hidden states [tokens, hidden] fp32 — the first
 // stage of the ring. Borrows the token embedding matrix from the ModelSource
-// (which must outlive it). Thread-safety: Forward is reentrant.
+// (which must outlive it) and expands each row exactly from its blocks. The
+// same on every backend: a row lookup is a memory copy, not math, and the
+// hidden states leave as fp32 CPU tensors anyway (a GPU would add a transfer
+// and a second copy of the table). Thread-safety: Forward is reentrant.
 #pragma once
 
 #include <cstdint>

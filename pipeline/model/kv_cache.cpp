@@ -1,14 +1,36 @@
 #include "pipeline/model/kv_cache.h"
 
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+
 #include <cstring>
-#include <new>
 #include <string>
+
+#include "pipeline/model/torch_device.h"
 
 namespace troupe {
 
-size_t KvCacheShape::BytesFor(int64_t max_length) const {
-  return static_cast<size_t>(end_layer - begin_layer) * 2 * n_kv_heads * max_length * head_dim * sizeof(uint16_t);
+namespace {
+
+size_t ElementBytes(KvDtype d) { return d == KvDtype::kF32 ? 4 : 2; }
+
+at::ScalarType ScalarTypeOf(KvDtype d) {
+  switch (d) {
+    case KvDtype::kF16: return at::kHalf;
+    case KvDtype::kBF16: return at::kBFloat16;
+    case KvDtype::kF32: return at::kFloat;
+  }
+  return at::kHalf;
 }
+
+}  // namespace
+
+size_t KvCacheShape::BytesFor(int64_t max_length) const {
+  return static_cast<size_t>(end_layer - begin_layer) * 2 * n_kv_heads * max_length * head_dim * ElementBytes(dtype);
+}
+
+KvCache::KvCache() : storage_(std::make_unique<at::Tensor>()) {}
+KvCache::~KvCache() = default;
 
 Result<std::unique_ptr<KvCache>> KvCache::Create(const KvCacheShape& shape, int64_t max_length) {
   if (shape.end_layer <= shape.begin_layer || shape.begin_layer < 0)
@@ -16,16 +38,21 @@ Result<std::unique_ptr<KvCache>> KvCache::Create(const KvCacheShape& shape, int6
                                    ", " + std::to_string(shape.end_layer) + ")");
   if (max_length <= 0) return Status::InvalidArgument("KV cache max_length must be positive");
   if (shape.n_kv_heads <= 0 || shape.head_dim <= 0) return Status::InvalidArgument("KV cache needs heads and head_dim");
+  TROUPE_ASSIGN_OR_RETURN(std::string device, NormalizeDevice(shape.device));
   std::unique_ptr<KvCache> c(new KvCache());
   c->shape_ = shape;
+  c->shape_.device = device;
   c->max_length_ = max_length;
-  const size_t n = shape.BytesFor(max_length) / sizeof(uint16_t);
-  c->data_.reset(new (std::nothrow) uint16_t[n]);
-  if (!c->data_) return Status::ResourceExhausted("cannot allocate a KV cache of " + std::to_string(n * 2) + " bytes");
+  try {
+    *c->storage_ = at::empty({shape.end_layer - shape.begin_layer, 2, shape.n_kv_heads, max_length, shape.head_dim},
+                             at::TensorOptions().dtype(ScalarTypeOf(shape.dtype)).device(device));
+  } catch (const std::exception& e) {
+    return Status::ResourceExhausted("cannot allocate a KV cache of " + std::to_string(shape.BytesFor(max_length)) +
+                                     " bytes on " + device + ": " + std::string(e.what()).substr(0, 200));
+  }
+  if (c->shape_.host_f16()) c->host_ = reinterpret_cast<uint16_t*>(c->storage_->data_ptr());
   return c;
 }
-
-KvCache::~KvCache() = default;
 
 Status KvCache::Check(int64_t n) const {
   if (n < 0 || length_ + n > max_length_)
@@ -37,19 +64,27 @@ Status KvCache::Check(int64_t n) const {
 Status KvCache::CopyPrefix(const KvCache& source, int64_t n) {
   const KvCacheShape& o = source.shape_;
   if (o.begin_layer != shape_.begin_layer || o.end_layer != shape_.end_layer || o.n_kv_heads != shape_.n_kv_heads ||
-      o.head_dim != shape_.head_dim) {
+      o.head_dim != shape_.head_dim || o.dtype != shape_.dtype || o.device != shape_.device) {
     return Status::InvalidArgument("KV cache copy between different shapes");
   }
   if (n < 0 || n > source.length_ || n > max_length_) {
     return Status::InvalidArgument("KV cache copy of " + std::to_string(n) + " positions from a cache holding " +
                                    std::to_string(source.length_) + " into one of " + std::to_string(max_length_));
   }
-  if (&source != this) {
-    const size_t bytes = static_cast<size_t>(n * shape_.head_dim) * sizeof(uint16_t);
-    for (int64_t layer = shape_.begin_layer; layer < shape_.end_layer; ++layer) {
-      for (int64_t h = 0; h < shape_.n_kv_heads; ++h) {
-        std::memcpy(keys(layer, h), source.keys(layer, h), bytes);
-        std::memcpy(values(layer, h), source.values(layer, h), bytes);
+  if (&source != this && n > 0) {
+    if (host_ != nullptr) {
+      const size_t bytes = static_cast<size_t>(n * shape_.head_dim) * sizeof(uint16_t);
+      for (int64_t layer = shape_.begin_layer; layer < shape_.end_layer; ++layer) {
+        for (int64_t h = 0; h < shape_.n_kv_heads; ++h) {
+          std::memcpy(keys(layer, h), source.keys(layer, h), bytes);
+          std::memcpy(values(layer, h), source.values(layer, h), bytes);
+        }
+      }
+    } else {
+      try {
+        storage_->narrow(3, 0, n).copy_(source.storage_->narrow(3, 0, n));
+      } catch (const std::exception& e) {
+        return Status::Internal(std::string("KV cache copy: ") + e.what());
       }
     }
   }
@@ -58,13 +93,15 @@ Status KvCache::CopyPrefix(const KvCache& source, int64_t n) {
 }
 
 uint16_t* KvCache::keys(int64_t layer, int64_t kv_head) {
+  if (host_ == nullptr) return nullptr;
   const int64_t l = layer - shape_.begin_layer;
-  return data_.get() + ((l * 2 + 0) * shape_.n_kv_heads + kv_head) * max_length_ * shape_.head_dim;
+  return host_ + ((l * 2 + 0) * shape_.n_kv_heads + kv_head) * max_length_ * shape_.head_dim;
 }
 
 uint16_t* KvCache::values(int64_t layer, int64_t kv_head) {
+  if (host_ == nullptr) return nullptr;
   const int64_t l = layer - shape_.begin_layer;
-  return data_.get() + ((l * 2 + 1) * shape_.n_kv_heads + kv_head) * max_length_ * shape_.head_dim;
+  return host_ + ((l * 2 + 1) * shape_.n_kv_heads + kv_head) * max_length_ * shape_.head_dim;
 }
 
 }  // namespace troupe

@@ -2,12 +2,16 @@
 // [begin_layer, end_layer) — a shard holds only its own layers.
 //
 // max_length, the positions it holds (the session's max_length), is fixed when
-// the cache is created, and
-// its memory is allocated then, so a node can account for it against its cache
-// budget. Positions [0, length) are filled; a step appends `n` positions:
-// Check(n) first, write keys/values at [length, length + n) in every layer,
-// then Commit(n). Layout per layer and kv head: [max_length, head_dim] fp16 —
-// half the memory of fp32, and the precision llama.cpp keeps by default.
+// the cache is created, and its memory is allocated then, so a node can
+// account for it against its cache budget. Positions [0, length) are filled;
+// a step appends `n` positions: Check(n) first, write keys/values at
+// [length, length + n) in every layer, then Commit(n).
+//
+// Storage: one tensor [layers, 2 (keys, values), n_kv_heads, max_length,
+// head_dim] in the shape's dtype on the shape's device. The quantized kernels
+// use fp16 host memory (half the memory of fp32, the precision llama.cpp
+// keeps by default) through keys()/values(); the torch backend uses its
+// compute dtype on its device through storage().
 //
 // Ownership: owned by exactly one session holder (a shard actor or the
 // engine). Thread-safety: none; one step at a time.
@@ -16,24 +20,36 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "pipeline/status.h"
 
+namespace at {
+class Tensor;
+}  // namespace at
+
 namespace troupe {
+
+enum class KvDtype { kF16, kBF16, kF32 };
 
 struct KvCacheShape {
   int64_t begin_layer = 0;
   int64_t end_layer = 0;
   int64_t n_kv_heads = 0;
   int64_t head_dim = 0;
+  KvDtype dtype = KvDtype::kF16;  // kF16 on "cpu": the kernels' layout
+  std::string device = "cpu";     // "cpu" or "cuda:N"
   // Bytes a cache of `max_length` positions occupies.
   size_t BytesFor(int64_t max_length) const;
+  // Whether keys()/values() may be used (fp16 in host memory).
+  bool host_f16() const { return dtype == KvDtype::kF16 && device == "cpu"; }
 };
 
 class KvCache {
  public:
   // InvalidArgument for an empty layer range or max_length <= 0;
-  // ResourceExhausted when the memory cannot be allocated.
+  // ResourceExhausted when the memory cannot be allocated (a CUDA
+  // out-of-memory included).
   static Result<std::unique_ptr<KvCache>> Create(const KvCacheShape& shape, int64_t max_length);
   ~KvCache();
 
@@ -61,6 +77,7 @@ class KvCache {
   Status CopyFrom(const KvCache& source) { return CopyPrefix(source, source.length()); }
 
   // [max_length, head_dim] fp16 rows of one global layer index and kv head.
+  // Only for shape().host_f16() caches (nullptr otherwise).
   uint16_t* keys(int64_t layer, int64_t kv_head);
   uint16_t* values(int64_t layer, int64_t kv_head);
   const uint16_t* keys(int64_t layer, int64_t kv_head) const {
@@ -70,12 +87,16 @@ class KvCache {
     return const_cast<KvCache*>(this)->values(layer, kv_head);
   }
 
+  // The whole storage tensor (see above); callers include ATen themselves.
+  const at::Tensor& storage() const { return *storage_; }
+
  private:
-  KvCache() = default;
+  KvCache();
   KvCacheShape shape_;
   int64_t max_length_ = 0;
   int64_t length_ = 0;
-  std::unique_ptr<uint16_t[]> data_;
+  std::unique_ptr<at::Tensor> storage_;
+  uint16_t* host_ = nullptr;  // storage_'s data when host_f16()
 };
 
 }  // namespace troupe

@@ -28,26 +28,7 @@ from conftest import run_troupe, run_troupe_json_lines
 
 llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python is installed by scripts/setup.sh --with-test-deps")
 
-TOPICS = [
-    "the history of the printing press", "how bees make honey", "the water cycle",
-    "why the sky is blue", "the rules of chess", "how a compiler works", "the French Revolution",
-    "photosynthesis in plants", "the life of a star", "how vaccines train the immune system",
-    "the invention of the telephone", "plate tectonics", "the Roman aqueducts",
-    "how the internet routes packets", "the migration of birds", "the structure of DNA",
-    "coffee cultivation in Ethiopia", "the theory of evolution", "jazz music in New Orleans",
-    "the first moon landing",
-]
-
-
-def make_text(i, topic):
-    return (
-        f"Chapter {i + 1}: {topic.capitalize()}.\n\n"
-        f"People have long been curious about {topic}. In this short essay we look at where the idea "
-        f"came from, what scientists and historians have learned about it, and why it still matters "
-        f"today. First, we describe the basic facts in plain words. Then we look at three common "
-        f"misunderstandings, and finally we explain what questions remain open for researchers. "
-        f"By the end, the reader should be able to explain {topic} to a friend in a few sentences."
-    )
+from conformance_texts import CHAT_PROMPTS, TOPICS, make_text
 
 
 @pytest.fixture(scope="module")
@@ -109,13 +90,6 @@ def test_teacher_forced_logits_match_llama_cpp(troupe_bin, llm, llm_one_token):
     assert mean_delta <= 0.05
 
 
-CHAT_PROMPTS = [
-    "What is the capital of France?",
-    "Write a haiku about the sea.",
-    "Explain in two sentences what a CPU does.",
-    "Give me three tips for learning to cook.",
-    "What is 12 times 7?",
-]
 
 
 def reference_chat_tokens(llm, model_path, prompt):
