@@ -11,6 +11,7 @@
 // "peak_rss_mb": Z, "device_used_mb": U, "first_tokens": [...]} — the best of
 // R timed runs after one warm-up; first_tokens are session 0's greedy tokens.
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <sys/resource.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>

@@ -48,8 +48,20 @@ def reference():
 
 
 @pytest.fixture(scope="module")
-def kernels_scores():
-    return [json.loads(run_troupe("score", "--text", make_text(i, t))) for i, t in enumerate(TOPICS)]
+def texts(tmp_path_factory):
+    path = tmp_path_factory.mktemp("texts") / "conformance.jsonl"
+    path.write_text("".join(json.dumps(make_text(i, t)) + "\n" for i, t in enumerate(TOPICS)))
+    return path
+
+
+def _score(texts, *flags):
+    """`troupe score --batch`: one result per conformance text (the model loads once)."""
+    return [json.loads(l) for l in run_troupe("score", "--batch", texts, *flags).splitlines() if l.strip()]
+
+
+@pytest.fixture(scope="module")
+def kernels_scores(texts):
+    return _score(texts)
 
 
 @pytest.fixture(scope="module")
@@ -88,12 +100,13 @@ def _summary(parts):
 
 
 @pytest.mark.parametrize("device,dtype", CASES)
-def test_teacher_forced_against_the_exact_math_and_the_kernels(troupe_bin, kernels_scores, exact_logprobs,
+def test_teacher_forced_against_the_exact_math_and_the_kernels(troupe_bin, texts, kernels_scores, exact_logprobs,
                                                                  device, dtype):
     _need(device)
     vs_exact, vs_kernels, kernels_vs_exact = [], [], []
-    for i, (topic, k, exact) in enumerate(zip(TOPICS, kernels_scores, exact_logprobs)):
-        got = json.loads(run_troupe("score", "--text", make_text(i, topic), *_flags(device, dtype)))
+    scores = _score(texts, *_flags(device, dtype))
+    assert len(scores) == len(TOPICS)
+    for got, k, exact in zip(scores, kernels_scores, exact_logprobs):
         assert got["tokens"] == k["tokens"]
         vs_exact.append(_agreement(got["argmax"], got["logprobs"], got["tokens"], exact))
         vs_kernels.append(_agreement(got["argmax"], got["logprobs"], got["tokens"], (k["argmax"], k["logprobs"])))
