@@ -122,15 +122,20 @@ def main():
             k = ours(args, b, "--backend", "kernels", *th)
             t = ours(args, b, "--backend", "torch", "--dtype", "f32", *th)
             runs = [k, t]
+            named = {"f32": t}
             if args.bf16:
                 runs.append(ours(args, b, "--backend", "torch", "--dtype", "bf16", *th))
+                named["bf16"] = runs[-1]
             for r in runs:
                 print(line(r), flush=True)
             rows += runs
-            for key in ("prefill", "decode"):
-                ratios[f"cpu_torch_f32_{key}_vs_kernels_b{b}_ratio"] = t[f"{key}_tokens_per_s"] / k[f"{key}_tokens_per_s"]
-            print(f"  torch f32 / kernels at B={b}: prefill {ratios[f'cpu_torch_f32_prefill_vs_kernels_b{b}_ratio']:.2f}x, "
-                  f"decode {ratios[f'cpu_torch_f32_decode_vs_kernels_b{b}_ratio']:.2f}x", flush=True)
+            for dtype, r in named.items():
+                for key in ("prefill", "decode"):
+                    ratios[f"cpu_torch_{dtype}_{key}_vs_kernels_b{b}_ratio"] = \
+                        r[f"{key}_tokens_per_s"] / k[f"{key}_tokens_per_s"]
+                print(f"  torch {dtype} / kernels at B={b}: "
+                      f"prefill {ratios[f'cpu_torch_{dtype}_prefill_vs_kernels_b{b}_ratio']:.2f}x, "
+                      f"decode {ratios[f'cpu_torch_{dtype}_decode_vs_kernels_b{b}_ratio']:.2f}x", flush=True)
     if args.out:
         pathlib.Path(args.out).write_text(json.dumps({"runs": rows, "ratios": ratios}, indent=1) + "\n")
 

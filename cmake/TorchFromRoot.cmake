@@ -14,9 +14,19 @@ foreach(_f include/ATen/ATen.h lib/libtorch_cpu.so lib/libc10.so)
     message(FATAL_ERROR "TROUPE_TORCH_ROOT=${_root} is not a torch package folder: ${_f} is missing")
   endif()
 endforeach()
+# The package's include/ also carries copies of libraries Troupe takes from
+# the system (protobuf's headers in google/, an older version than Debian's):
+# expose only torch's own folders, through links in the build tree.
+set(_inc "${CMAKE_BINARY_DIR}/torch-include")
+file(MAKE_DIRECTORY "${_inc}")
+file(GLOB _entries RELATIVE "${_root}/include" "${_root}/include/*")
+foreach(_e ${_entries})
+  if(NOT _e STREQUAL "google" AND NOT EXISTS "${_inc}/${_e}")
+    file(CREATE_LINK "${_root}/include/${_e}" "${_inc}/${_e}" SYMBOLIC)
+  endif()
+endforeach()
 add_library(troupe_torch_root INTERFACE)
-target_include_directories(troupe_torch_root SYSTEM INTERFACE
-  "${_root}/include" "${_root}/include/torch/csrc/api/include")
+target_include_directories(troupe_torch_root SYSTEM INTERFACE "${_inc}" "${_root}/include/torch/csrc/api/include")
 target_compile_definitions(troupe_torch_root INTERFACE _GLIBCXX_USE_CXX11_ABI=1)
 set(_libs "${_root}/lib/libtorch.so" "${_root}/lib/libtorch_cpu.so" "${_root}/lib/libc10.so")
 set(TROUPE_TORCH_CUDA OFF)
@@ -28,4 +38,9 @@ endif()
 target_link_libraries(troupe_torch_root INTERFACE ${_libs})
 target_link_options(troupe_torch_root INTERFACE "-Wl,-rpath,${_root}/lib")
 set(TORCH_LIBRARIES troupe_torch_root)
+if(TROUPE_TORCH_CUDA)
+  # Its binaries may not run where they are built (no CUDA runtime there):
+  # GoogleTest lists their tests when ctest runs, not after linking.
+  set(CMAKE_GTEST_DISCOVER_TESTS_DISCOVERY_MODE PRE_TEST)
+endif()
 message(STATUS "libtorch from ${_root} (CUDA part: ${TROUPE_TORCH_CUDA})")

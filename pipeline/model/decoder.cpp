@@ -27,7 +27,7 @@ Result<int64_t> Decoder::CheckBatch(const HiddenState& hidden, const std::vector
     if (!sr.cache || sr.n_tokens <= 0) return Status::InvalidArgument("batch entry " + std::to_string(s) + " is empty");
     const KvCacheShape& cs = sr.cache->shape();
     if (cs.begin_layer != want.begin_layer || cs.end_layer != want.end_layer || cs.n_kv_heads != want.n_kv_heads ||
-        cs.head_dim != want.head_dim || cs.dtype != want.dtype || cs.device != want.device)
+        cs.head_dim != want.head_dim || cs.dtype != want.dtype || cs.device != want.device || cs.layout != want.layout)
       return Status::InvalidArgument("batch entry " + std::to_string(s) + " has a KV cache for other layers");
     TROUPE_RETURN_IF_ERROR(sr.cache->Check(sr.n_tokens));
     n += sr.n_tokens;

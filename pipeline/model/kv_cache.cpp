@@ -44,8 +44,11 @@ Result<std::unique_ptr<KvCache>> KvCache::Create(const KvCacheShape& shape, int6
   c->shape_.device = device;
   c->max_length_ = max_length;
   try {
-    *c->storage_ = at::empty({shape.end_layer - shape.begin_layer, 2, shape.n_kv_heads, max_length, shape.head_dim},
-                             at::TensorOptions().dtype(ScalarTypeOf(shape.dtype)).device(device));
+    const int64_t layers = shape.end_layer - shape.begin_layer;
+    const auto options = at::TensorOptions().dtype(ScalarTypeOf(shape.dtype)).device(device);
+    *c->storage_ = shape.layout == KvLayout::kHeadMajor
+                       ? at::empty({layers, 2, shape.n_kv_heads, max_length, shape.head_dim}, options)
+                       : at::empty({layers, 2, max_length, shape.n_kv_heads, shape.head_dim}, options);
   } catch (const std::exception& e) {
     return Status::ResourceExhausted("cannot allocate a KV cache of " + std::to_string(shape.BytesFor(max_length)) +
                                      " bytes on " + device + ": " + std::string(e.what()).substr(0, 200));
@@ -64,7 +67,8 @@ Status KvCache::Check(int64_t n) const {
 Status KvCache::CopyPrefix(const KvCache& source, int64_t n) {
   const KvCacheShape& o = source.shape_;
   if (o.begin_layer != shape_.begin_layer || o.end_layer != shape_.end_layer || o.n_kv_heads != shape_.n_kv_heads ||
-      o.head_dim != shape_.head_dim || o.dtype != shape_.dtype || o.device != shape_.device) {
+      o.head_dim != shape_.head_dim || o.dtype != shape_.dtype || o.device != shape_.device ||
+      o.layout != shape_.layout) {
     return Status::InvalidArgument("KV cache copy between different shapes");
   }
   if (n < 0 || n > source.length_ || n > max_length_) {
@@ -82,7 +86,8 @@ Status KvCache::CopyPrefix(const KvCache& source, int64_t n) {
       }
     } else {
       try {
-        storage_->narrow(3, 0, n).copy_(source.storage_->narrow(3, 0, n));
+        const int64_t positions = shape_.layout == KvLayout::kHeadMajor ? 3 : 2;
+        storage_->narrow(positions, 0, n).copy_(source.storage_->narrow(positions, 0, n));
       } catch (const std::exception& e) {
         return Status::Internal(std::string("KV cache copy: ") + e.what());
       }

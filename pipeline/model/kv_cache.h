@@ -7,11 +7,13 @@
 // a step appends `n` positions: Check(n) first, write keys/values at
 // [length, length + n) in every layer, then Commit(n).
 //
-// Storage: one tensor [layers, 2 (keys, values), n_kv_heads, max_length,
-// head_dim] in the shape's dtype on the shape's device. The quantized kernels
-// use fp16 host memory (half the memory of fp32, the precision llama.cpp
-// keeps by default) through keys()/values(); the torch backend uses its
-// compute dtype on its device through storage().
+// Storage: one tensor of the shape's dtype on the shape's device, laid out
+// per layer and keys/values either head-major, [layers, 2, n_kv_heads,
+// max_length, head_dim] — the quantized kernels' fp16 host memory (half the
+// memory of fp32, the precision llama.cpp keeps by default), read through
+// keys()/values() — or position-major, [layers, 2, max_length, n_kv_heads,
+// head_dim] — the torch backend's, read through storage(), where a step's
+// new positions are one dense block per layer.
 //
 // Ownership: owned by exactly one session holder (a shard actor or the
 // engine). Thread-safety: none; one step at a time.
@@ -31,18 +33,20 @@ class Tensor;
 namespace troupe {
 
 enum class KvDtype { kF16, kBF16, kF32 };
+enum class KvLayout { kHeadMajor, kPositionMajor };
 
 struct KvCacheShape {
   int64_t begin_layer = 0;
   int64_t end_layer = 0;
   int64_t n_kv_heads = 0;
   int64_t head_dim = 0;
-  KvDtype dtype = KvDtype::kF16;  // kF16 on "cpu": the kernels' layout
+  KvDtype dtype = KvDtype::kF16;  // kF16 head-major on "cpu": the kernels'
   std::string device = "cpu";     // "cpu" or "cuda:N"
+  KvLayout layout = KvLayout::kHeadMajor;
   // Bytes a cache of `max_length` positions occupies.
   size_t BytesFor(int64_t max_length) const;
   // Whether keys()/values() may be used (fp16 in host memory).
-  bool host_f16() const { return dtype == KvDtype::kF16 && device == "cpu"; }
+  bool host_f16() const { return dtype == KvDtype::kF16 && device == "cpu" && layout == KvLayout::kHeadMajor; }
 };
 
 class KvCache {

@@ -57,6 +57,7 @@ class TorchDecoder : public Decoder {
     KvCacheShape s{begin_layer(), end_layer(), config().n_kv_heads, config().head_dim};
     s.dtype = KvDtypeOf(place_.dtype);
     s.device = backend_.device;
+    s.layout = KvLayout::kPositionMajor;
     return s;
   }
   std::string Describe() const override { return backend_.Describe(); }
@@ -130,44 +131,50 @@ class TorchDecoder : public Decoder {
   }
 
   // Causal attention of one session's t new rows at [start, start + t):
-  // q [t, n_heads, hd], keys/values [n_kv, start + t, hd] (the cache), in
-  // the dtype. Returns [t, n_heads * hd] fp32.
+  // q [t, n_heads, hd], keys/values [start + t, n_kv, hd] (the cache's
+  // positions so far), in the dtype. Returns [n_heads, t, hd].
   at::Tensor Attend(const at::Tensor& q, const at::Tensor& keys, const at::Tensor& values, int64_t start) const {
     const ModelConfig& c = config();
-    const int64_t t = q.size(0), s = start + t;
-    at::Tensor mask;  // [t, s], true = attend; undefined when every row sees every key before it
-    if (t > 1 && start > 0) {
+    const int64_t t = q.size(0), s = start + t, group = c.n_heads / c.n_kv_heads;
+    at::Tensor k = keys.transpose(0, 1), v = values.transpose(0, 1);  // [n_kv, s, hd]
+#if TROUPE_TORCH_SDPA
+    if (t == 1) {
+      // A decode step sees every cached position: each kv head's `group`
+      // query heads are its query rows, so plain attention (no GQA, no mask)
+      // does it in one fused kernel.
+      at::Tensor qg = q.view({c.n_kv_heads, group, c.head_dim}).unsqueeze(0);
+      return at::scaled_dot_product_attention(qg, k.unsqueeze(0), v.unsqueeze(0))
+          .reshape({c.n_heads, 1, c.head_dim});
+    }
+#endif
+    at::Tensor mask;  // [t, s], true = attend; undefined when causal from position 0
+    if (start > 0) {
       at::Tensor rows = at::arange(start, s, at::TensorOptions().dtype(at::kLong).device(q.device())).unsqueeze(1);
       at::Tensor cols = at::arange(0, s, at::TensorOptions().dtype(at::kLong).device(q.device())).unsqueeze(0);
       mask = cols <= rows;
     }
     at::Tensor qh = q.transpose(0, 1);  // [n_heads, t, hd]
 #if TROUPE_TORCH_SDPA
-    at::Tensor out = at::scaled_dot_product_attention(qh.unsqueeze(0), keys.unsqueeze(0), values.unsqueeze(0),
-                                                      mask.defined() ? std::optional<at::Tensor>(mask) : std::nullopt,
-                                                      0.0, /*is_causal=*/t > 1 && start == 0, std::nullopt,
-                                                      /*enable_gqa=*/c.n_heads != c.n_kv_heads)
-                         .squeeze(0);
+    return at::scaled_dot_product_attention(qh.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0),
+                                            mask.defined() ? std::optional<at::Tensor>(mask) : std::nullopt, 0.0,
+                                            /*is_causal=*/start == 0 && t > 1, std::nullopt,
+                                            /*enable_gqa=*/group > 1)
+        .squeeze(0);
 #else
-    at::Tensor out;
-    {
-      // fp32 scores and softmax.
-      const int64_t group = c.n_heads / c.n_kv_heads;
-      at::Tensor qf = qh.to(at::kFloat);
-      at::Tensor k = keys.to(at::kFloat), v = values.to(at::kFloat);  // [n_kv, s, hd]
-      // Each kv head serves `group` query heads: [n_kv, group * t, hd].
-      at::Tensor scores = at::matmul(qf.reshape({c.n_kv_heads, group * t, c.head_dim}), k.transpose(1, 2)) /
-                          std::sqrt(static_cast<double>(c.head_dim));  // [n_kv, group * t, s]
-      if (t > 1) {
-        if (!mask.defined()) mask = at::ones({t, s}, at::TensorOptions().dtype(at::kBool).device(q.device())).tril();
-        scores = scores.view({c.n_kv_heads, group, t, s})
-                     .masked_fill(mask.logical_not(), -std::numeric_limits<float>::infinity())
-                     .view({c.n_kv_heads, group * t, s});
-      }
-      out = at::matmul(at::softmax(scores, -1), v).view({c.n_heads, t, c.head_dim});
+    // fp32 scores and softmax; each kv head serves `group` query heads, as
+    // rows [n_kv, group * t, hd].
+    at::Tensor kf = k.to(at::kFloat), vf = v.to(at::kFloat);
+    at::Tensor scores = at::matmul(qh.to(at::kFloat).reshape({c.n_kv_heads, group * t, c.head_dim}),
+                                   kf.transpose(1, 2)) /
+                        std::sqrt(static_cast<double>(c.head_dim));  // [n_kv, group * t, s]
+    if (t > 1) {
+      if (!mask.defined()) mask = at::ones({t, s}, at::TensorOptions().dtype(at::kBool).device(q.device())).tril();
+      scores = scores.view({c.n_kv_heads, group, t, s})
+                   .masked_fill(mask.logical_not(), -std::numeric_limits<float>::infinity())
+                   .view({c.n_kv_heads, group * t, s});
     }
+    return at::matmul(at::softmax(scores, -1), vf).view({c.n_heads, t, c.head_dim}).to(q.scalar_type());
 #endif
-    return out.to(at::kFloat).transpose(0, 1).reshape({t, c.n_heads * c.head_dim});
   }
 
   void Layer(int64_t l, at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
@@ -179,26 +186,40 @@ class TorchDecoder : public Decoder {
     // Attention.
     at::Tensor qkv = b.qkv(TorchRmsNorm(x, b.attn_norm, c.rms_eps));
     at::Tensor q = Rotate(qkv.narrow(1, 0, Dq).to(at::kFloat).reshape({n, c.n_heads, hd}), cos, sin).to(dt);
-    at::Tensor k = Rotate(qkv.narrow(1, Dq, Dkv).to(at::kFloat).reshape({n, c.n_kv_heads, hd}), cos, sin);
-    at::Tensor v = qkv.narrow(1, Dq + Dkv, Dkv).reshape({n, c.n_kv_heads, hd});
-    std::vector<at::Tensor> att;
-    att.reserve(batch.size());
+    at::Tensor k = Rotate(qkv.narrow(1, Dq, Dkv).to(at::kFloat).reshape({n, c.n_kv_heads, hd}), cos, sin).to(dt);
+    at::Tensor v = qkv.narrow(1, Dq + Dkv, Dkv).reshape({n, c.n_kv_heads, hd}).contiguous();
+    // Every session's new keys and values into its cache (position-major:
+    // one dense [t, n_kv, hd] block each), in one multi-tensor copy.
+    std::vector<at::Tensor> to, from, layers;
     int64_t r0 = 0;
     for (const SessionRows& sr : batch) {
       const int64_t t = sr.n_tokens, start = sr.cache->length();
-      at::Tensor layer = sr.cache->storage().select(0, l - begin_layer());  // [2, n_kv, max_length, hd]
-      at::Tensor keys = layer.select(0, 0), values = layer.select(0, 1);
-      keys.narrow(1, start, t).copy_(k.narrow(0, r0, t).transpose(0, 1));
-      values.narrow(1, start, t).copy_(v.narrow(0, r0, t).transpose(0, 1));
-      att.push_back(Attend(q.narrow(0, r0, t), keys.narrow(1, 0, start + t), values.narrow(1, 0, start + t), start));
+      layers.push_back(sr.cache->storage().select(0, l - begin_layer()));  // [2, max_length, n_kv, hd]
+      to.push_back(layers.back().select(0, 0).narrow(0, start, t));
+      to.push_back(layers.back().select(0, 1).narrow(0, start, t));
+      from.push_back(k.narrow(0, r0, t));
+      from.push_back(v.narrow(0, r0, t));
       r0 += t;
     }
-    at::Tensor attn = att.size() == 1 ? att[0] : at::cat(att, 0);
+#if TROUPE_TORCH_SDPA
+    at::_foreach_copy_(to, from);
+#else
+    for (size_t i = 0; i < to.size(); ++i) to[i].copy_(from[i]);
+#endif
+    std::vector<at::Tensor> att;  // [n_heads, t, hd] per session
+    r0 = 0;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const int64_t t = batch[i].n_tokens, start = batch[i].cache->length();
+      att.push_back(Attend(q.narrow(0, r0, t), layers[i].select(0, 0).narrow(0, 0, start + t),
+                           layers[i].select(0, 1).narrow(0, 0, start + t), start));
+      r0 += t;
+    }
+    at::Tensor attn = (att.size() == 1 ? att[0] : at::cat(att, 1)).transpose(0, 1).reshape({n, Dq});
     x.add_(b.wo(attn).to(at::kFloat));
     // Feed-forward (SwiGLU).
     at::Tensor gu = b.gu(TorchRmsNorm(x, b.ffn_norm, c.rms_eps));
     at::Tensor h = at::silu(gu.narrow(1, 0, c.intermediate)) * gu.narrow(1, c.intermediate, c.intermediate);
-    x.add_(b.down(h.to(at::kFloat)).to(at::kFloat));
+    x.add_(b.down(h).to(at::kFloat));
   }
 
   ResolvedBackend backend_;
