@@ -24,6 +24,7 @@ void RegisterStatus(CLI::App& app);
 void RegisterSession(CLI::App& app);
 void RegisterJob(CLI::App& app);
 void RegisterBridge(CLI::App& app);
+void RegisterConfig(CLI::App& app);
 
 int ExitCode();
 void SetExitCode(int code);

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   troupe::app::RegisterSession(app);
   troupe::app::RegisterJob(app);
   troupe::app::RegisterBridge(app);
+  troupe::app::RegisterConfig(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
