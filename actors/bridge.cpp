@@ -64,13 +64,17 @@ void Bridge::OnSendError(transport::LinkId link, const std::string& peer, const 
 }
 
 void Bridge::OnEvent(transport::LinkId link, const transport::LinkEvent& event) {
-  if (ctx_->links) {
-    std::optional<transport::LinkTrouble> change = ctx_->links->OnEvent(link, event);
-    if (change && ctx_->scheduler) caf::anon_send(ctx_->scheduler, NodeTrouble{change->node_id, change->text, true});
+  if (!ctx_->links || !ctx_->scheduler) {
+    if (ctx_->links) (void)ctx_->links->OnEvent(link, event);
+    return;
   }
-  if (event.kind != transport::LinkEventKind::kDisconnected || !ctx_->scheduler) return;
-  const std::string node = ctx_->links->NodeOf(link);  // only our connections to other nodes
-  if (!node.empty()) caf::anon_send(ctx_->scheduler, NodeDown{node});
+  const transport::Links::Change change = ctx_->links->OnEvent(link, event);
+  if (change.trouble) {
+    caf::anon_send(ctx_->scheduler, NodeTrouble{change.trouble->node_id, change.trouble->text, true});
+  }
+  // Only a link that was up says its node went away: one refused or still
+  // connecting says nothing of the node (its troubles are said above).
+  if (change.lost) caf::anon_send(ctx_->scheduler, NodeDown{ctx_->links->NodeOf(link)});
 }
 
 void Bridge::Heartbeat() {

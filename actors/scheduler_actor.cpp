@@ -344,6 +344,9 @@ class SchedulerActor : public StageActor {
     sched::ShardEntry entry{a.node_id(), endpoint, begin, end, false, Clock::now()};
     entry.public_key = a.public_key();
     registry.Upsert(std::move(entry));
+    if (auto t = troubles_.find(a.node_id()); t != troubles_.end() && !t->second.empty()) {
+      registry.SetTrouble(a.node_id(), t->second.begin()->second);  // it left and came back: still troubled
+    }
     if (fresh) {
       Say("shard '" + a.node_id() + "' joined: layers " + std::to_string(begin) + "-" + std::to_string(end) + " at " +
           endpoint);

@@ -137,16 +137,18 @@ LinkTrouble Links::TroubleOf(const std::string& node_id, const Dialled& d) const
   return t;
 }
 
-std::optional<LinkTrouble> Links::OnEvent(LinkId link, const LinkEvent& event) {
-  std::optional<LinkTrouble> change;
+Links::Change Links::OnEvent(LinkId link, const LinkEvent& event) {
+  Change out;
+  std::optional<LinkTrouble>& change = out.trouble;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto node = link_nodes_.find(link);
-    if (node == link_nodes_.end()) return std::nullopt;
+    if (node == link_nodes_.end()) return out;
     auto it = connections_.find(node->second);
-    if (it == connections_.end() || it->second.link != link) return std::nullopt;
+    if (it == connections_.end() || it->second.link != link) return out;
     Dialled& d = it->second;
     const bool was_troubled = d.troubled;
+    const bool was_up = d.up;
     switch (event.kind) {
       case LinkEventKind::kHandshakeSucceeded:
         d.up = true;
@@ -172,12 +174,13 @@ std::optional<LinkTrouble> Links::OnEvent(LinkId link, const LinkEvent& event) {
       default: break;
     }
     if (d.troubled != was_troubled) change = TroubleOf(node->second, d);
+    out.lost = was_up && !d.up;
   }
   if (change) {
     Log(change->text.empty() ? "link to node '" + change->node_id + "' at " + change->endpoint + " is up again"
                              : change->text);
   }
-  return change;
+  return out;
 }
 
 std::vector<LinkTrouble> Links::Troubles() const {

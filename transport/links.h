@@ -102,10 +102,15 @@ class Links {
   // key for the peer; the transport's errors otherwise.
   Result<LinkId> ConnectTo(const std::string& node_id, const std::string& endpoint);
 
+  // What a connection event changed.
+  struct Change {
+    std::optional<LinkTrouble> trouble;  // the link fell into trouble or left it
+    bool lost = false;                   // a link that was up went down (its peer died, or the network)
+  };
   // A connection event from the poll loop (its on_event callback): keeps
   // each link's up/down state. Events of listeners and unknown links are
-  // ignored. Returns the change when the link fell into trouble or left it.
-  std::optional<LinkTrouble> OnEvent(LinkId link, const LinkEvent& event);
+  // ignored (no change). A link that never came up is never `lost`.
+  Change OnEvent(LinkId link, const LinkEvent& event);
   // Links in trouble now.
   std::vector<LinkTrouble> Troubles() const;
 

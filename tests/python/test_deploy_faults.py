@@ -6,9 +6,9 @@
   for the NAT address, and a head listening on 0.0.0.0) — the shards once
   tore their link to the head down on every heartbeat and step, and went
   deaf for good after a few jobs;
-* refusals that were silent: a key missing from the head's allowlist, one
-  missing from a shard's allowlist (shard to shard), a wrong head key, a
-  node with another model. Each is now logged where it happens (with node,
+* refusals that were silent: a key missing from the head's allowlist, the
+  head's key missing from a shard's, a shard's missing from another shard's
+  (shard to shard), a wrong head key, a node with another model. Each is now logged where it happens (with node,
   key and address), counted in `troupe status`, named by /health (503 with
   the reason) and by a job's error — at once, not after a 120 s timeout.
 """
@@ -154,6 +154,31 @@ def test_a_key_missing_from_the_heads_allowlist_makes_the_shard_unusable_and_say
         assert p.returncode != 0 and "NO_ROUTE" in p.stderr and "refused its CURVE key" in p.stderr, p.stderr
         s = status(head["job_endpoint"])["nodes"]["head"]
         assert any(k.startswith("handshakes_refused_total") and 'peer="shard-1"' in k for k in s), s
+    finally:
+        c.stop()
+
+
+def test_the_heads_key_missing_from_a_shards_allowlist_makes_it_unusable_and_says_why(tmp_path):
+    c = HandCluster(tmp_path, ["head", "shard-0", "shard-1"])
+    c.allowlist(tmp_path / "keys" / "no-head", ["shard-0", "shard-1"])  # shard-0 lets every shard in, not the head
+    port = free_port()
+    try:
+        _head(c, port)
+        _shard(c, 0, f"tcp://127.0.0.1:{port}", allowlist="keys/no-head")
+        _shard(c, 1, f"tcp://127.0.0.1:{port}")
+        head = _up(c)
+        # shard-0 announces (its link to the head is fine); the head dials it back and is refused.
+        wait_for("the head to name its refused link",
+                 lambda: "node 'shard-0' at tcp://127.0.0.1:" in c.log("head")
+                 and "refused the CURVE key of 'head'" in c.log("head"), timeout=30)
+        assert "(node 'head', key " in c.log("shard-0") and "not in allowlist" in c.log("shard-0"), c.log("shard-0")
+        code, body = wait_for("/health to say 503", lambda: (lambda r: r[0] == 503 and r)(health(head["http_port"])),
+                              timeout=20)
+        assert "shard 'shard-0' (layers 0-15) is unusable: node 'shard-0' at" in body["reason"], body
+        p = troupe("submit", "--endpoint", head["job_endpoint"], "--prompt", "Hi", "--max-tokens", "8", timeout=60)
+        assert p.returncode != 0 and "NO_ROUTE" in p.stderr, p.stderr
+        s = status(head["job_endpoint"])
+        assert any(k.startswith("link_refusals_total") and 'peer="shard-0"' in k for k in s["nodes"]["head"]), s
     finally:
         c.stop()
 

@@ -34,7 +34,7 @@ class Harness {
       cv_.notify_all();
     };
     cb.on_event = [this](LinkId link, const LinkEvent& e) {
-      if (Links* l = links_.load()) l->OnEvent(link, e);
+      if (Links* l = links_.load()) (void)l->OnEvent(link, e);
     };
     auto loop = PollLoop::Start(context_, cb);
     EXPECT_TRUE(loop.ok());
