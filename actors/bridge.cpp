@@ -27,9 +27,15 @@ transport::PollLoopCallbacks Bridge::Callbacks() {
 void Bridge::Answer(const Origin& to, v1::Envelope envelope) {
   if (!replies_) replies_ = std::make_unique<transport::Outbound>(ctx_->loop);
   WireResult<transport::Frames> frames = EncodeFrames(std::move(envelope), at::Tensor());
-  if (!frames.ok() || !replies_->Send(to.link, to.peer, std::move(*frames)).ok()) {
-    ctx_->counters.send_errors_total++;
-  }
+  const Status st = frames.ok() ? replies_->Send(to.link, to.peer, std::move(*frames)) : frames.error().ToStatus();
+  if (st.ok()) return;
+  ctx_->counters.send_errors_total++;
+  // Logged at most once a second: a dead link fails every heartbeat.
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_send_error_log_) return;
+  next_send_error_log_ = now + std::chrono::seconds(1);
+  std::cerr << "troupe node " << ctx_->node_id << ": send failed on link " << to.link
+            << (to.peer.empty() ? "" : " to " + to.peer) << ": " << st.ToString() << std::endl;
 }
 
 void Bridge::OnMessage(transport::LinkId link, transport::Inbound&& message) {
@@ -58,9 +64,17 @@ void Bridge::OnSendError(transport::LinkId link, const std::string& peer, const 
 }
 
 void Bridge::OnEvent(transport::LinkId link, const transport::LinkEvent& event) {
-  if (event.kind != transport::LinkEventKind::kDisconnected || !ctx_->scheduler) return;
-  const std::string node = ctx_->links->NodeOf(link);  // only our connections to other nodes
-  if (!node.empty()) caf::anon_send(ctx_->scheduler, NodeDown{node});
+  if (!ctx_->links || !ctx_->scheduler) {
+    if (ctx_->links) (void)ctx_->links->OnEvent(link, event);
+    return;
+  }
+  const transport::Links::Change change = ctx_->links->OnEvent(link, event);
+  if (change.trouble) {
+    caf::anon_send(ctx_->scheduler, NodeTrouble{change.trouble->node_id, change.trouble->text, true});
+  }
+  // Only a link that was up says its node went away: one refused or still
+  // connecting says nothing of the node (its troubles are said above).
+  if (change.lost) caf::anon_send(ctx_->scheduler, NodeDown{ctx_->links->NodeOf(link)});
 }
 
 void Bridge::Heartbeat() {
@@ -86,6 +100,12 @@ void Bridge::Heartbeat() {
   last_batches_ = batches;
   hb->set_step_ms(step_ms_);
   hb->set_sessions(static_cast<uint32_t>(ctx_->counters.sessions_open.load()));
+  for (const transport::LinkTrouble& t : ctx_->links->Troubles()) {
+    v1::LinkTrouble* out = hb->add_link_troubles();
+    out->set_node_id(t.node_id);
+    out->set_endpoint(t.endpoint);
+    out->set_text(t.text);
+  }
   Answer(Origin{*link, ""}, std::move(env));
 }
 

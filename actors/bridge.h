@@ -44,6 +44,7 @@ class Bridge {
   std::shared_ptr<NodeContext> ctx_;
   std::unique_ptr<transport::Outbound> replies_;  // created on the loop thread
   std::chrono::steady_clock::time_point next_heartbeat_;
+  std::chrono::steady_clock::time_point next_send_error_log_;
   // Compute per step, smoothed over heartbeats (what Heartbeat.step_ms says).
   uint64_t last_compute_ns_ = 0, last_batches_ = 0;
   double step_ms_ = 0;

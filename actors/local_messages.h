@@ -6,7 +6,7 @@
 //   Sampler ──SessionDone──▶ Scheduler
 //   Sampler ──JobOutput──▶ Scheduler (what it sends a job's client goes to the job book)
 //   any stage ──SessionFailed──▶ Scheduler
-//   bridge ──PeerGone / NodeDown──▶ Scheduler
+//   bridge ──PeerGone / NodeDown / NodeTrouble──▶ Scheduler
 //
 // Registered once, here: every type is a local-only message type (CAF may
 // not serialize it), allowed with CAF_ALLOW_UNSAFE_MESSAGE_TYPE.
@@ -95,6 +95,16 @@ struct NodeDown {
   std::string node_id;
 };
 
+// Bridge / ZAP handler -> Scheduler: the head cannot use node `node_id`
+// now — its link from the head is in trouble (`link`: refused, failing
+// handshakes; cleared by an empty text once a handshake succeeds), or the
+// head's allowlist refused its key (cleared when the node is heard from).
+struct NodeTrouble {
+  std::string node_id;
+  std::string text;  // empty: the trouble is over
+  bool link = true;  // from the head's link to it; false: its key was refused here
+};
+
 }  // namespace troupe::actors
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::WireMessage)
@@ -108,3 +118,4 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::SessionFailed)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::JobOutput)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::PeerGone)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::NodeDown)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::NodeTrouble)

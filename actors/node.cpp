@@ -73,6 +73,21 @@ int Node::http_port() const { return impl_->http ? impl_->http->port() : 0; }
 
 namespace {
 
+// Logs each refused handshake once per address, key and domain, counts
+// every one (actors/refusals.h), and tells a head's scheduler when the key
+// is a node's it knows: that node can send the head nothing.
+transport::ZapRefusalFn RefusalLogger(std::shared_ptr<NodeContext> ctx) {
+  return [ctx](const transport::ZapRefusal& r) {
+    const std::string node = ctx->links ? ctx->links->NodeOfKey(r.public_key) : "";
+    if (ctx->refusals.Handshake(r, node)) {
+      std::cerr << "troupe node " << ctx->node_id << ": " << Refusals::Describe(r, node) << std::endl;
+    }
+    if (!node.empty() && ctx->scheduler && r.domain == transport::kDefaultZapDomain) {
+      caf::anon_send(ctx->scheduler, NodeTrouble{node, "this head refused its CURVE key (" + r.reason + ")", false});
+    }
+  };
+}
+
 std::string ModelName(const std::string& path) {
   std::filesystem::path model(path);
   if (model.filename().empty()) model = model.parent_path();  // "folder/"
@@ -208,16 +223,21 @@ Result<std::unique_ptr<Node>> Node::Start(const cluster::NodeConfig& config) {
   if (security.curve) {
     std::map<std::string, transport::Allowlist> domains = {{security.zap_domain, security.allowlist}};
     if (job_security.curve) domains[job_security.zap_domain] = job_security.allowlist;
-    TROUPE_ASSIGN_OR_RETURN(m.zap, transport::ZapHandler::Start(*m.zmq_context, std::move(domains)));
+    TROUPE_ASSIGN_OR_RETURN(m.zap,
+                            transport::ZapHandler::Start(*m.zmq_context, std::move(domains), RefusalLogger(ctx)));
   }
   m.bridge = std::make_unique<Bridge>(ctx);
   transport::PollLoopOptions loop_options;
   loop_options.outbox_hwm = 64;
   TROUPE_ASSIGN_OR_RETURN(m.loop, transport::PollLoop::Start(*m.zmq_context, m.bridge->Callbacks(), loop_options));
-  std::map<std::string, std::string> peer_keys;
-  for (const cluster::PeerConfig& p : config.peers) peer_keys[p.id] = p.public_key;
-  m.links = std::make_unique<transport::Links>(*m.zmq_context, *m.loop, config.id, security, peer_keys,
-                                               transport::LinkOptions());
+  transport::LinksConfig links_config;
+  links_config.node_id = config.id;
+  links_config.security = security;
+  for (const cluster::PeerConfig& p : config.peers) links_config.peer_keys[p.id] = p.public_key;
+  links_config.log = [id = config.id](const std::string& line) {
+    std::cerr << "troupe node " << id << ": " << line << std::endl;
+  };
+  m.links = std::make_unique<transport::Links>(*m.zmq_context, *m.loop, std::move(links_config));
   ctx->loop = m.loop.get();
   ctx->links = m.links.get();
 

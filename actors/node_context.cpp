@@ -59,6 +59,7 @@ v1::MetricsSnapshot NodeMetrics(const NodeContext& ctx) {
   n["compute_microseconds_total"] = c.compute_ns.load() / 1000;
   for (const auto& [to, bytes] : ctx.step_bytes.Snapshot()) n["step_bytes_sent_total{to=\"" + to + "\"}"] = bytes;
   ctx.rejects.AppendTo(&m);
+  ctx.refusals.AppendTo(&m, ctx.links);
   return m;
 }
 
@@ -93,6 +94,14 @@ std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& f
     v1::Envelope pong = NewEnvelope(env.request_id());
     pong.mutable_pong()->set_sent_micros(env.ping().sent_micros());
     pong.mutable_pong()->set_node_id(ctx.node_id);
+    if (ctx.links) {
+      for (const transport::LinkTrouble& t : ctx.links->Troubles()) {
+        v1::LinkTrouble* out = pong.mutable_pong()->add_link_troubles();
+        out->set_node_id(t.node_id);
+        out->set_endpoint(t.endpoint);
+        out->set_text(t.text);
+      }
+    }
     return pong;
   }
   caf::actor target;

@@ -21,6 +21,7 @@
 #include <optional>
 #include <string>
 
+#include "actors/refusals.h"
 #include "cluster/node_config.h"
 #include "messages/frames_codec.h"
 #include "messages/origin.h"
@@ -116,6 +117,7 @@ struct NodeContext {
   transport::Links* links = nullptr;
   DecodeLimits limits;
   RejectCounters rejects;
+  Refusals refusals;  // handshakes and announces refused (actors/refusals.h)
   NodeCounters counters;
   StepBytes step_bytes;
 
@@ -135,7 +137,8 @@ struct NodeContext {
 };
 
 // This node's MetricsSnapshot: node_id, time, the counters above (gauges for
-// cache_bytes_in_use, cache_bytes_parked, cache_budget_bytes, sessions_open, kept_sessions) and the reject counters.
+// cache_bytes_in_use, cache_bytes_parked, cache_budget_bytes, sessions_open, kept_sessions), the reject
+// counters, and the refusals (handshakes, announces, links in trouble; actors/refusals.h).
 v1::MetricsSnapshot NodeMetrics(const NodeContext& ctx);
 
 // Hands a decoded message from `from` to the local actor it is for: a Step

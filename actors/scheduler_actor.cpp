@@ -79,6 +79,7 @@ class SchedulerActor : public StageActor {
         [this](JobOutput& o) { Execute(book_->Output(std::move(o.envelope), UnixNow())); },
         [this](const PeerGone& g) { book_->Gone(g.client); },
         [this](const NodeDown& d) { Execute(jobs_.NodeDown(d.node_id, "disconnected", Clock::now())); },
+        [this](const NodeTrouble& t) { Troubled(t); },
         [this](tick_atom) {
           OnTick();
           delayed_send(this, kTick, tick_atom::value);
@@ -138,9 +139,12 @@ class SchedulerActor : public StageActor {
       case v1::Envelope::kHeartbeat: {
         const v1::Heartbeat& hb = env.heartbeat();
         jobs_.registry().Touch(hb.node_id(), now);
+        Heard(hb.node_id());
+        Unreachable(hb.node_id(), hb.link_troubles());
         return jobs_.registry().Report(hb.node_id(), hb.step_ms() > 0 ? hb.step_ms() : -1, hb.sessions());
       }
       case v1::Envelope::kPong: {
+        Unreachable(env.pong().node_id(), env.pong().link_troubles());
         const auto sent = std::chrono::microseconds(env.pong().sent_micros());
         const auto rtt = now.time_since_epoch() - sent;
         return jobs_.registry().RecordRoundTrip(env.pong().node_id(),
@@ -289,7 +293,9 @@ class SchedulerActor : public StageActor {
            fingerprint + "), the head " + ctx_->model_name + " (" + ctx_->fingerprint + ")";
   }
 
-  void RefuseNode(const Origin& from, uint64_t request_id, const std::string& node_id, const std::string& text) {
+  void RefuseNode(const Origin& from, uint64_t request_id, const std::string& node_id, const std::string& reason,
+                  const std::string& text) {
+    ctx_->refusals.Announce(node_id, reason);
     // Announces repeat every second: say it once per node and reason.
     if (refused_said_[node_id] != text) {
       refused_said_[node_id] = text;
@@ -300,7 +306,7 @@ class SchedulerActor : public StageActor {
 
   void Announced(const Origin& from, const v1::RegistryAnnounce& a) {
     if (auto mismatch = ModelMismatch(a.node_id(), a.model_fingerprint(), a.model_name())) {
-      return RefuseNode(from, 0, a.node_id(), *mismatch);
+      return RefuseNode(from, 0, a.node_id(), "other model", *mismatch);
     }
     std::string endpoint;
     for (const v1::Endpoint& e : a.endpoints()) {
@@ -309,14 +315,14 @@ class SchedulerActor : public StageActor {
     if (endpoint.empty() || a.layers_size() == 0) return;
     const int64_t begin = a.layers(0).begin(), end = a.layers(0).end();
     if (end > ctx_->source->config().n_layers || begin >= end) {
-      return RefuseNode(from, 0, a.node_id(),
+      return RefuseNode(from, 0, a.node_id(), "layers",
                         "node '" + a.node_id() + "' announces layers " + std::to_string(begin) + "-" +
                             std::to_string(end) + " of a model with " +
                             std::to_string(ctx_->source->config().n_layers));
     }
     const std::string expected = ctx_->digests ? ctx_->digests->Span(begin, end) : "";
     if (!expected.empty() && a.layers_digest() != expected) {
-      return RefuseNode(from, 0, a.node_id(),
+      return RefuseNode(from, 0, a.node_id(), "other weights",
                         "node '" + a.node_id() + "' serves model " + a.model_name() + " with other weights in layers " +
                             std::to_string(begin) + "-" + std::to_string(end) + " (digest " +
                             (a.layers_digest().empty() ? std::string("none") : a.layers_digest()) + ", the head's " +
@@ -325,18 +331,22 @@ class SchedulerActor : public StageActor {
     if (ctx_->links->curve() && !a.public_key().empty()) {
       // Its connection passed the allowlist; a key outside it is not one to dial.
       if (!ctx_->links->Allows(a.public_key())) {
-        return RefuseNode(from, 0, a.node_id(),
+        return RefuseNode(from, 0, a.node_id(), "key",
                           "node '" + a.node_id() + "' announces public key " + a.public_key() +
                               ", which is not in this head's allowlist");
       }
       ctx_->links->LearnKey(a.node_id(), a.public_key());
     }
     refused_said_.erase(a.node_id());
+    Heard(a.node_id());
     sched::Registry& registry = jobs_.registry();
     const bool fresh = registry.Find(a.node_id()) == nullptr;
     sched::ShardEntry entry{a.node_id(), endpoint, begin, end, false, Clock::now()};
     entry.public_key = a.public_key();
     registry.Upsert(std::move(entry));
+    if (auto t = troubles_.find(a.node_id()); t != troubles_.end() && !t->second.empty()) {
+      registry.SetTrouble(a.node_id(), t->second.begin()->second);  // it left and came back: still troubled
+    }
     if (fresh) {
       Say("shard '" + a.node_id() + "' joined: layers " + std::to_string(begin) + "-" + std::to_string(end) + " at " +
           endpoint);
@@ -344,10 +354,67 @@ class SchedulerActor : public StageActor {
     }
   }
 
+  // ------------------------------------------------------------ troubles
+
+  // The head's link to a node fell into trouble or left it, or the head's
+  // allowlist refused the node's key: no new session goes through it, the
+  // running ones go on over another route (or fail naming it).
+  void Troubled(const NodeTrouble& t) { Trouble(t.node_id, t.link ? kLinkTrouble : kKeyRefused, t.text); }
+
+  // A message from `node_id` arrived: whatever refused its key before lets it through now.
+  void Heard(const std::string& node_id) { Trouble(node_id, kKeyRefused, ""); }
+
+  // Sets (or, with an empty text, clears) one of a node's troubles; the
+  // registry gets the first that holds, and a new one moves the node's sessions.
+  enum TroubleSource { kLinkTrouble, kKeyRefused, kHeadUnreachable };
+  void Trouble(const std::string& node_id, TroubleSource source, const std::string& text) {
+    std::map<int, std::string>& of = troubles_[node_id];
+    auto it = of.find(source);
+    if (text.empty() ? it == of.end() : it != of.end() && it->second == text) return;
+    if (text.empty()) {
+      of.erase(it);
+    } else {
+      of[source] = text;
+    }
+    jobs_.registry().SetTrouble(node_id, of.empty() ? "" : of.begin()->second);
+    if (of.empty()) troubles_.erase(node_id);
+    if (!text.empty()) Execute(jobs_.NodeTroubled(node_id, "is unusable: " + text, Clock::now()));
+  }
+
+  // What a node's heartbeat or pong says it cannot reach: no hop from it to
+  // those nodes (and, when it cannot reach this head, no session at all);
+  // sessions through a newly unreachable node go elsewhere.
+  void Unreachable(const std::string& node_id, const google::protobuf::RepeatedPtrField<v1::LinkTrouble>& troubles) {
+    const sched::ShardEntry* entry = jobs_.registry().Find(node_id);
+    if (!entry) return;
+    std::map<std::string, std::string> now;
+    std::string head_text;
+    for (const v1::LinkTrouble& t : troubles) {
+      if (t.node_id() == ctx_->node_id) {
+        head_text = t.text();
+      } else {
+        now[t.node_id()] = t.text();
+      }
+    }
+    Trouble(node_id, kHeadUnreachable, head_text.empty() ? "" : "it cannot reach this head: " + head_text);
+    std::vector<std::pair<std::string, std::string>> fresh;
+    for (const auto& [to, text] : now) {
+      if (!entry->unreachable.count(to)) fresh.emplace_back(to, text);
+    }
+    for (const auto& [to, text] : entry->unreachable) {
+      if (!now.count(to)) Say("shard '" + node_id + "' reaches '" + to + "' again");
+    }
+    jobs_.registry().SetUnreachable(node_id, now);
+    for (const auto& [to, text] : fresh) {
+      Say("shard '" + node_id + "' cannot reach '" + to + "': " + text);
+      Execute(jobs_.NodeTroubled(to, "is unreachable from shard '" + node_id + "': " + text, Clock::now()));
+    }
+  }
+
   // A node about to choose its layers (`layers: auto`) asks what is served.
   void CoverageAsked(const Origin& from, uint64_t request_id, const v1::CoverageQuery& q) {
     if (auto mismatch = ModelMismatch(q.node_id(), q.model_fingerprint(), q.model_name())) {
-      return RefuseNode(from, request_id, q.node_id(), *mismatch);
+      return RefuseNode(from, request_id, q.node_id(), "other model", *mismatch);
     }
     const auto now = Clock::now();
     const int64_t n = ctx_->source->config().n_layers;
@@ -369,7 +436,7 @@ class SchedulerActor : public StageActor {
     const auto now = Clock::now();
     const sched::Registry& registry = jobs_.registry();
     const uint64_t q = queries_.Begin(from, request_id, NodeMetrics(*ctx_),
-                                      registry.Routable(ctx_->source->config().n_layers, now), now);
+                                      registry.RouteProblem(ctx_->source->config().n_layers, now), now);
     for (const sched::ShardEntry& e : registry.Live(now)) {
       if (e.node_id == ctx_->node_id) continue;  // counted above
       queries_.Note(q, e.node_id, "layer_begin", static_cast<double>(e.layer_begin));
@@ -476,8 +543,9 @@ class SchedulerActor : public StageActor {
   Clock::time_point started_;
   Clock::time_point expired_;  // the last Expire
   sched::MetricsQueries queries_;
-  std::map<std::string, std::string> refused_said_;  // node -> the refusal last logged
-  Clock::time_point pinged_;                         // the last PingNodes round
+  std::map<std::string, std::string> refused_said_;             // node -> the refusal last logged
+  std::map<std::string, std::map<int, std::string>> troubles_;  // node -> TroubleSource -> why
+  Clock::time_point pinged_;                                    // the last PingNodes round
 };
 
 }  // namespace

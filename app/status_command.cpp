@@ -1,7 +1,11 @@
 // `troupe status --endpoint EP [--json]`: the cluster's metrics through the
 // head's job endpoint — per node: cache bytes in use and budget, open
-// sessions, steps, batches, rejected messages. Plain: "node name value"
-// lines; --json: {"nodes": {"<node>": {"<name>": value, ...}, ...}}.
+// sessions, steps, batches, rejected messages, and what was refused
+// (handshakes_refused_total{address,domain,key,peer}, announces_refused_total
+// {peer,reason}, link_refusals_total / link_handshake_failures_total
+// {endpoint,peer}: actors/refusals.h). Plain: "node name value" lines, then
+// "no route: WHY" while no job can be routed; --json: {"nodes": {"<node>":
+// {"<name>": value, ...}, ...}, "route_problem": WHY or ""}.
 #include <nlohmann/json.hpp>
 
 #include <iostream>
@@ -33,12 +37,13 @@ void RunStatus(const StatusFlags& f) {
   for (const auto& [k, v] : m->gauges()) put(k, v);
   for (const auto& [k, v] : m->counters()) put(k, static_cast<double>(v));
   if (f.json) {
-    std::cout << nlohmann::json{{"nodes", nodes}}.dump() << std::endl;
+    std::cout << nlohmann::json{{"nodes", nodes}, {"route_problem", m->route_problem()}}.dump() << std::endl;
     return;
   }
   for (const auto& [node, values] : nodes.items()) {
     for (const auto& [name, value] : values.items()) std::cout << node << " " << name << " " << value << "\n";
   }
+  if (!m->route_problem().empty()) std::cout << "no route: " << m->route_problem() << "\n";
   std::cout << std::flush;
 }
 

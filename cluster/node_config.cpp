@@ -2,8 +2,11 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -20,48 +23,103 @@ std::string Resolve(const std::string& base, const std::string& path) {
   return (fs::path(base) / path).lexically_normal().string();
 }
 
-// Reads `node[key]` into `out` when present; InvalidArgument naming the key otherwise.
+// Every problem found so far, in the order found; parsing goes on past each.
+using Problems = std::vector<std::string>;
+
+// Reads `node[key]` into `out` when present; a problem naming the key otherwise.
 template <class T>
-Status Read(const YAML::Node& node, const char* key, T* out, const std::string& what) {
+void Read(const YAML::Node& node, const char* key, T* out, const std::string& what, Problems* problems) {
   const YAML::Node v = node[key];
-  if (!v) return Status::Ok();
+  if (!v) return;
   try {
     *out = v.as<T>();
   } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(what + ": " + key + ": " + e.what());
+    problems->push_back(what + ": " + key + ": " + e.what());
   }
-  return Status::Ok();
+}
+
+// `${NAME}` and `${NAME:-default}` in a scalar, from the environment (as
+// compose and systemd spell them; `$$` is a literal `$`). An unset NAME
+// without a default is a problem naming `where`.
+std::string Expand(const std::string& text, const std::string& where, Problems* problems) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '$' || i + 1 >= text.size()) {
+      out += text[i];
+      continue;
+    }
+    if (text[i + 1] == '$') {
+      out += '$';
+      ++i;
+      continue;
+    }
+    const size_t close = text.find('}', i);
+    if (text[i + 1] != '{' || close == std::string::npos) {
+      out += text[i];
+      continue;
+    }
+    std::string name = text.substr(i + 2, close - i - 2), fallback;
+    bool has_default = false;
+    if (const size_t dash = name.find(":-"); dash != std::string::npos) {
+      fallback = name.substr(dash + 2);
+      name = name.substr(0, dash);
+      has_default = true;
+    }
+    const char* value = std::getenv(name.c_str());
+    if (value && *value) {
+      out += value;
+    } else if (has_default) {
+      out += fallback;
+    } else {
+      problems->push_back(where + ": ${" + name + "} is not set in the environment (give it a value or write ${" +
+                          name + ":-default})");
+    }
+    i = close;
+  }
+  return out;
+}
+
+// Expands every scalar of `node` in place (Expand).
+void ExpandAll(YAML::Node node, const std::string& where, Problems* problems) {
+  if (node.IsScalar()) {
+    const std::string text = node.Scalar();
+    if (text.find('$') != std::string::npos) node = Expand(text, where, problems);
+  } else if (node.IsMap()) {
+    for (auto kv : node) ExpandAll(kv.second, where + ": " + kv.first.as<std::string>(), problems);
+  } else if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i) ExpandAll(node[i], where, problems);
+  }
 }
 
 // `layers: [begin, end]`; with `is_auto`, also `layers: auto`.
-Status ReadLayers(const YAML::Node& node, int64_t* begin, int64_t* end, bool* present, const std::string& what,
-                  bool* is_auto = nullptr) {
+void ReadLayers(const YAML::Node& node, int64_t* begin, int64_t* end, bool* present, const std::string& what,
+                Problems* problems, bool* is_auto = nullptr) {
   const YAML::Node v = node["layers"];
   *present = false;
-  if (!v) return Status::Ok();
+  if (!v) return;
+  *present = true;  // present, if wrong: named once, not again as missing
   if (is_auto && v.IsScalar() && v.Scalar() == "auto") {
     *is_auto = true;
-    *present = true;
-    return Status::Ok();
+    return;
   }
+  const std::string expected = std::string("expected [begin, end]") + (is_auto ? " or auto" : "");
   std::vector<int64_t> l;
   try {
     l = v.as<std::vector<int64_t>>();
   } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(what + ": layers: expected [begin, end]" + (is_auto ? " or auto" : "") + " (" +
-                                   e.what() + ")");
+    problems->push_back(what + ": layers: " + expected + " (" + e.what() + ")");
+    return;
   }
   if (l.size() != 2) {
-    return Status::InvalidArgument(what + ": layers: expected [begin, end]" + (is_auto ? " or auto" : ""));
+    problems->push_back(what + ": layers: " + expected);
+    return;
   }
   if (l[0] < 0 || l[0] >= l[1]) {
-    return Status::InvalidArgument(what + ": layers: begin " + std::to_string(l[0]) + " >= end " +
-                                   std::to_string(l[1]));
+    problems->push_back(what + ": layers: begin " + std::to_string(l[0]) + " >= end " + std::to_string(l[1]));
+    return;
   }
   *begin = l[0];
   *end = l[1];
-  *present = true;
-  return Status::Ok();
 }
 
 const std::set<std::string> kTopKeys = {"id",
@@ -100,18 +158,15 @@ const std::set<std::string> kTopKeys = {"id",
 
 // The names device, backend and dtype may take (pipeline/model/model_options.h
 // resolves them when the model loads; this names a typo before that).
-Status CheckModelOptionNames(const NodeConfig& c, const std::string& what) {
+void ModelOptionProblems(const NodeConfig& c, const std::function<void(const std::string&)>& problem) {
   const bool cuda = c.device.rfind("cuda:", 0) == 0 && c.device.size() > 5 &&
                     c.device.find_first_not_of("0123456789", 5) == std::string::npos;
-  if (c.device != "cpu" && c.device != "cuda" && !cuda)
-    return Status::InvalidArgument(what + ": device: '" + c.device + "' is not cpu, cuda or cuda:N");
+  if (c.device != "cpu" && c.device != "cuda" && !cuda) problem("device: '" + c.device + "' is not cpu, cuda or cuda:N");
   if (c.backend != "auto" && c.backend != "kernels" && c.backend != "torch")
-    return Status::InvalidArgument(what + ": backend: '" + c.backend + "' is not auto, kernels or torch");
+    problem("backend: '" + c.backend + "' is not auto, kernels or torch");
   if (c.dtype != "auto" && c.dtype != "bf16" && c.dtype != "f16" && c.dtype != "f32")
-    return Status::InvalidArgument(what + ": dtype: '" + c.dtype + "' is not auto, bf16, f16 or f32");
-  if (c.backend == "kernels" && c.device != "cpu")
-    return Status::InvalidArgument(what + ": backend: kernels runs on the cpu only, not on " + c.device);
-  return Status::Ok();
+    problem("dtype: '" + c.dtype + "' is not auto, bf16, f16 or f32");
+  if (c.backend == "kernels" && c.device != "cpu") problem("backend: kernels runs on the cpu only, not on " + c.device);
 }
 
 }  // namespace
@@ -149,197 +204,262 @@ std::string BindSpelling(const std::string& endpoint) {
   return endpoint;
 }
 
-Result<NodeConfig> ParseNodeConfig(const std::string& text, const std::string& base_dir, const std::string& what) {
+std::vector<std::string> ParseNodeConfigProblems(const std::string& text, const std::string& base_dir,
+                                                 const std::string& what, NodeConfig* out, bool read_key_files) {
+  Problems problems;
+  Problems* P = &problems;
+  auto problem = [&](const std::string& line) { problems.push_back(what + ": " + line); };
+  NodeConfig c;
   YAML::Node root;
   try {
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(what + ": not YAML: " + e.what());
+    problem(std::string("not YAML: ") + e.what());
+    return problems;
   }
-  if (!root.IsMap()) return Status::InvalidArgument(what + ": expected a mapping at the top");
+  if (!root.IsMap()) {
+    problem("expected a mapping at the top");
+    return problems;
+  }
   for (const auto& kv : root) {
     const std::string key = kv.first.as<std::string>();
-    if (!kTopKeys.count(key)) return Status::InvalidArgument(what + ": unknown key '" + key + "'");
+    if (!kTopKeys.count(key)) problem("unknown key '" + key + "'");
   }
-  NodeConfig c;
-  TROUPE_RETURN_IF_ERROR(Read(root, "id", &c.id, what));
-  if (c.id.empty() || c.id.size() > 255) {
-    return Status::InvalidArgument(what + ": id: must be 1 to 255 characters");
-  }
+  ExpandAll(root, what, P);
+  Read(root, "id", &c.id, what, P);
+  if (c.id.empty() || c.id.size() > 255) problem("id: must be 1 to 255 characters");
   std::vector<std::string> roles;
-  TROUPE_RETURN_IF_ERROR(Read(root, "roles", &roles, what));
+  Read(root, "roles", &roles, what, P);
   for (const std::string& r : roles) {
     if (r == "head") {
       c.head = true;
     } else if (r == "shard") {
       c.shard = true;
     } else {
-      return Status::InvalidArgument(what + ": roles: unknown role '" + r + "' (head, shard)");
+      problem("roles: unknown role '" + r + "' (head, shard)");
     }
   }
-  if (!c.head && !c.shard) return Status::InvalidArgument(what + ": roles: name head and/or shard");
   bool has_layers = false;
-  TROUPE_RETURN_IF_ERROR(ReadLayers(root, &c.layer_begin, &c.layer_end, &has_layers, what, &c.layers_auto));
-  if (c.shard && !has_layers) return Status::InvalidArgument(what + ": layers: a shard needs [begin, end] or auto");
+  ReadLayers(root, &c.layer_begin, &c.layer_end, &has_layers, what, P, &c.layers_auto);
+  if (c.shard && !has_layers) problem("layers: a shard needs [begin, end] or auto");
   double memory_mb = 0;
-  TROUPE_RETURN_IF_ERROR(Read(root, "memory_budget_mb", &memory_mb, what));
-  if (memory_mb < 0) return Status::InvalidArgument(what + ": memory_budget_mb: must be >= 0");
-  c.memory_budget_bytes = static_cast<uint64_t>(memory_mb * 1024 * 1024);
-  TROUPE_RETURN_IF_ERROR(Read(root, "model", &c.model, what));
+  Read(root, "memory_budget_mb", &memory_mb, what, P);
+  if (memory_mb < 0) problem("memory_budget_mb: must be >= 0");
+  c.memory_budget_bytes = static_cast<uint64_t>(std::max(0.0, memory_mb) * 1024 * 1024);
+  Read(root, "model", &c.model, what, P);
   c.model = Resolve(base_dir, c.model);
-  TROUPE_RETURN_IF_ERROR(Read(root, "amateur_model", &c.amateur_model, what));
+  Read(root, "amateur_model", &c.amateur_model, what, P);
   if (!c.amateur_model.empty()) {
-    if (!c.head) return Status::InvalidArgument(what + ": amateur_model: only a head runs the amateur model");
+    if (!c.head) problem("amateur_model: only a head runs the amateur model");
     c.amateur_model = Resolve(base_dir, c.amateur_model);
   }
-  TROUPE_RETURN_IF_ERROR(Read(root, "device", &c.device, what));
-  TROUPE_RETURN_IF_ERROR(Read(root, "backend", &c.backend, what));
-  TROUPE_RETURN_IF_ERROR(Read(root, "dtype", &c.dtype, what));
-  TROUPE_RETURN_IF_ERROR(Read(root, "threads", &c.threads, what));
-  if (c.threads < 0) return Status::InvalidArgument(what + ": threads: must be >= 0");
+  Read(root, "device", &c.device, what, P);
+  Read(root, "backend", &c.backend, what, P);
+  Read(root, "dtype", &c.dtype, what, P);
+  Read(root, "threads", &c.threads, what, P);
+  if (c.threads < 0) problem("threads: must be >= 0");
   double budget_mb = -1;
-  TROUPE_RETURN_IF_ERROR(Read(root, "cache_budget_mb", &budget_mb, what));
+  Read(root, "cache_budget_mb", &budget_mb, what, P);
   if (budget_mb >= 0) c.cache_budget_bytes = static_cast<uint64_t>(budget_mb * 1024 * 1024);
-  TROUPE_RETURN_IF_ERROR(Read(root, "cache_budget_bytes", &c.cache_budget_bytes, what));
-  TROUPE_RETURN_IF_ERROR(Read(root, "idle_timeout_seconds", &c.idle_timeout_seconds, what));
-  TROUPE_RETURN_IF_ERROR(Read(root, "step_timeout_seconds", &c.step_timeout_seconds, what));
-  TROUPE_RETURN_IF_ERROR(Read(root, "kept_session_ttl_seconds", &c.kept_session_ttl_seconds, what));
-  TROUPE_RETURN_IF_ERROR(Read(root, "kept_session_max_length", &c.kept_session_max_length, what));
-  TROUPE_RETURN_IF_ERROR(Read(root, "prefix_reuse", &c.prefix_reuse, what));
-  TROUPE_RETURN_IF_ERROR(Read(root, "int8_link_rtt_ms", &c.int8_link_rtt_ms, what));
-  if (c.int8_link_rtt_ms < 0) return Status::InvalidArgument(what + ": int8_link_rtt_ms: must be >= 0");
-  TROUPE_RETURN_IF_ERROR(Read(root, "max_queued_jobs", &c.max_queued_jobs, what));
-  TROUPE_RETURN_IF_ERROR(Read(root, "job_journal", &c.job_journal, what));
+  Read(root, "cache_budget_bytes", &c.cache_budget_bytes, what, P);
+  Read(root, "idle_timeout_seconds", &c.idle_timeout_seconds, what, P);
+  Read(root, "step_timeout_seconds", &c.step_timeout_seconds, what, P);
+  Read(root, "kept_session_ttl_seconds", &c.kept_session_ttl_seconds, what, P);
+  Read(root, "kept_session_max_length", &c.kept_session_max_length, what, P);
+  Read(root, "prefix_reuse", &c.prefix_reuse, what, P);
+  Read(root, "int8_link_rtt_ms", &c.int8_link_rtt_ms, what, P);
+  if (c.int8_link_rtt_ms < 0) problem("int8_link_rtt_ms: must be >= 0");
+  Read(root, "max_queued_jobs", &c.max_queued_jobs, what, P);
+  Read(root, "job_journal", &c.job_journal, what, P);
   if (!c.job_journal.empty()) {
-    if (!c.head) return Status::InvalidArgument(what + ": job_journal: only a head journals jobs");
+    if (!c.head) problem("job_journal: only a head journals jobs");
     c.job_journal = Resolve(base_dir, c.job_journal);
   }
-  TROUPE_RETURN_IF_ERROR(Read(root, "job_retention_seconds", &c.job_retention_seconds, what));
-  if (c.job_retention_seconds < 0) return Status::InvalidArgument(what + ": job_retention_seconds: must be >= 0");
-  if (c.max_queued_jobs < 0) return Status::InvalidArgument(what + ": max_queued_jobs: must be >= 0");
-  if (c.kept_session_max_length < 1) return Status::InvalidArgument(what + ": kept_session_max_length: must be >= 1");
-  TROUPE_RETURN_IF_ERROR(Read(root, "max_batch_sessions", &c.max_batch_sessions, what));
-  if (c.max_batch_sessions < 0) return Status::InvalidArgument(what + ": max_batch_sessions: must be >= 0");
+  Read(root, "job_retention_seconds", &c.job_retention_seconds, what, P);
+  if (c.job_retention_seconds < 0) problem("job_retention_seconds: must be >= 0");
+  if (c.max_queued_jobs < 0) problem("max_queued_jobs: must be >= 0");
+  if (c.kept_session_max_length < 1) problem("kept_session_max_length: must be >= 1");
+  Read(root, "max_batch_sessions", &c.max_batch_sessions, what, P);
+  if (c.max_batch_sessions < 0) problem("max_batch_sessions: must be >= 0");
   if (c.idle_timeout_seconds <= 0 || c.step_timeout_seconds <= 0 || c.kept_session_ttl_seconds <= 0) {
-    return Status::InvalidArgument(what + ": timeouts must be positive");
+    problem("timeouts must be positive");
   }
   if (const YAML::Node ep = root["endpoints"]) {
-    TROUPE_RETURN_IF_ERROR(Read(ep, "listen", &c.listen, what));
-    TROUPE_RETURN_IF_ERROR(Read(ep, "advertise", &c.advertise, what));
-    TROUPE_RETURN_IF_ERROR(Read(ep, "jobs", &c.job_listen, what));
-    TROUPE_RETURN_IF_ERROR(Read(ep, "http", &c.http_listen, what));
+    if (!ep.IsMap()) {
+      problem("endpoints: expected a mapping (listen, advertise, jobs, http)");
+    } else {
+      for (const auto& kv : ep) {
+        const std::string key = kv.first.as<std::string>();
+        if (key != "listen" && key != "advertise" && key != "jobs" && key != "http") {
+          problem("endpoints: unknown key '" + key + "' (listen, advertise, jobs, http)");
+        }
+      }
+      Read(ep, "listen", &c.listen, what, P);
+      Read(ep, "advertise", &c.advertise, what, P);
+      Read(ep, "jobs", &c.job_listen, what, P);
+      Read(ep, "http", &c.http_listen, what, P);
+    }
   }
   if (!c.http_listen.empty()) {
     std::string host;
     int port = 0;
-    if (Status st = ParseHostPort(c.http_listen, &host, &port); !st.ok()) {
-      return Status::InvalidArgument(what + ": endpoints: http: " + st.message());
-    }
-    if (!c.head) return Status::InvalidArgument(what + ": endpoints: http: only a head serves the HTTP API");
+    if (Status st = ParseHostPort(c.http_listen, &host, &port); !st.ok()) problem("endpoints: http: " + st.message());
+    if (!c.head) problem("endpoints: http: only a head serves the HTTP API");
   }
   c.listen = BindSpelling(c.listen);
   c.job_listen = BindSpelling(c.job_listen);
   if (const YAML::Node sec = root["security"]) {
-    TROUPE_RETURN_IF_ERROR(Read(sec, "curve", &c.curve, what));
-    TROUPE_RETURN_IF_ERROR(Read(sec, "secret_key", &c.secret_key_file, what));
-    TROUPE_RETURN_IF_ERROR(Read(sec, "allowlist", &c.allowlist, what));
-    TROUPE_RETURN_IF_ERROR(Read(sec, "insecure", &c.insecure, what));
-    TROUPE_RETURN_IF_ERROR(Read(sec, "client_allowlist", &c.client_allowlist, what));
-    TROUPE_RETURN_IF_ERROR(Read(sec, "job_curve", &c.job_curve, what));
-    c.secret_key_file = Resolve(base_dir, c.secret_key_file);
-    c.allowlist = Resolve(base_dir, c.allowlist);
-    c.client_allowlist = Resolve(base_dir, c.client_allowlist);
+    if (!sec.IsMap()) {
+      problem("security: expected a mapping");
+    } else {
+      for (const auto& kv : sec) {
+        const std::string key = kv.first.as<std::string>();
+        if (key != "curve" && key != "secret_key" && key != "allowlist" && key != "insecure" &&
+            key != "client_allowlist" && key != "job_curve") {
+          problem("security: unknown key '" + key +
+                  "' (curve, secret_key, allowlist, client_allowlist, job_curve, insecure)");
+        }
+      }
+      Read(sec, "curve", &c.curve, what, P);
+      Read(sec, "secret_key", &c.secret_key_file, what, P);
+      Read(sec, "allowlist", &c.allowlist, what, P);
+      Read(sec, "insecure", &c.insecure, what, P);
+      Read(sec, "client_allowlist", &c.client_allowlist, what, P);
+      Read(sec, "job_curve", &c.job_curve, what, P);
+      c.secret_key_file = Resolve(base_dir, c.secret_key_file);
+      c.allowlist = Resolve(base_dir, c.allowlist);
+      c.client_allowlist = Resolve(base_dir, c.client_allowlist);
+    }
   }
   if (!c.head && (!c.client_allowlist.empty() || c.job_curve)) {
-    return Status::InvalidArgument(what +
-                                   ": security: client_allowlist and job_curve are for a head (its job endpoint)");
+    problem("security: client_allowlist and job_curve are for a head (its job endpoint)");
   }
-  if (c.job_curve && !c.curve) return Status::InvalidArgument(what + ": security: job_curve needs curve: true");
-  TROUPE_RETURN_IF_ERROR(Read(root, "api_keys", &c.api_keys, what));
-  TROUPE_RETURN_IF_ERROR(Read(root, "api_key_file", &c.api_key_file, what));
-  TROUPE_RETURN_IF_ERROR(Read(root, "admin_key_file", &c.admin_key_file, what));
+  if (c.job_curve && !c.curve) problem("security: job_curve needs curve: true");
+  Read(root, "api_keys", &c.api_keys, what, P);
+  Read(root, "api_key_file", &c.api_key_file, what, P);
+  Read(root, "admin_key_file", &c.admin_key_file, what, P);
   c.api_key_file = Resolve(base_dir, c.api_key_file);
   c.admin_key_file = Resolve(base_dir, c.admin_key_file);
   if (!c.head && (!c.api_keys.empty() || !c.api_key_file.empty() || !c.admin_key_file.empty())) {
-    return Status::InvalidArgument(what + ": api_keys, api_key_file and admin_key_file are for a head (its HTTP API)");
+    problem("api_keys, api_key_file and admin_key_file are for a head (its HTTP API)");
   }
-  TROUPE_RETURN_IF_ERROR(Read(root, "head", &c.head_id, what));
+  Read(root, "head", &c.head_id, what, P);
   if (const YAML::Node peers = root["peers"]) {
-    if (!peers.IsSequence()) return Status::InvalidArgument(what + ": peers: expected a list");
-    for (const YAML::Node& p : peers) {
-      PeerConfig peer;
-      const std::string pw = what + ": peers";
-      TROUPE_RETURN_IF_ERROR(Read(p, "id", &peer.id, pw));
-      if (peer.id.empty()) return Status::InvalidArgument(pw + ": a peer without id");
-      TROUPE_RETURN_IF_ERROR(Read(p, "endpoint", &peer.endpoint, pw));
-      TROUPE_RETURN_IF_ERROR(Read(p, "public_key", &peer.public_key, pw));
-      if (!peer.public_key.empty()) {  // the key, or its node.pub (relative to the config's folder)
-        const std::string as_path = Resolve(base_dir, peer.public_key);
-        Result<std::string> key = transport::PublicKeyFromArgument(
-            transport::ValidateZ85Key(peer.public_key, "public key").ok() ? peer.public_key : as_path);
-        if (!key.ok()) return Status::InvalidArgument(pw + " " + peer.id + ": public_key: " + key.status().message());
-        peer.public_key = *key;
+    if (!peers.IsSequence()) {
+      problem("peers: expected a list");
+    } else {
+      for (const YAML::Node& p : peers) {
+        PeerConfig peer;
+        const std::string pw = what + ": peers";
+        if (!p.IsMap()) {
+          problem("peers: expected {id: ..., endpoint: ..., public_key: ..., layers: [...]}");
+          continue;
+        }
+        Read(p, "id", &peer.id, pw, P);
+        if (peer.id.empty()) {
+          problems.push_back(pw + ": a peer without id");
+          continue;
+        }
+        Read(p, "endpoint", &peer.endpoint, pw, P);
+        Read(p, "public_key", &peer.public_key, pw, P);
+        const bool is_key = transport::ValidateZ85Key(peer.public_key, "public key").ok();
+        if (!peer.public_key.empty() && !is_key && !read_key_files) {
+          peer.public_key = Resolve(base_dir, peer.public_key);  // a file made later: left unread
+        } else if (!peer.public_key.empty()) {  // the key, or its node.pub (relative to the config's folder)
+          const std::string as_path = Resolve(base_dir, peer.public_key);
+          Result<std::string> key = transport::PublicKeyFromArgument(
+              transport::ValidateZ85Key(peer.public_key, "public key").ok() ? peer.public_key : as_path);
+          if (!key.ok()) {
+            problems.push_back(pw + " " + peer.id + ": public_key: " + key.status().message());
+          } else {
+            peer.public_key = *key;
+          }
+        }
+        ReadLayers(p, &peer.layer_begin, &peer.layer_end, &peer.shard, pw + " " + peer.id, P);
+        if (c.FindPeer(peer.id) || peer.id == c.id) {
+          problems.push_back(pw + ": duplicate id '" + peer.id + "'");
+          continue;
+        }
+        c.peers.push_back(std::move(peer));
       }
-      TROUPE_RETURN_IF_ERROR(ReadLayers(p, &peer.layer_begin, &peer.layer_end, &peer.shard, pw + " " + peer.id));
-      if (c.FindPeer(peer.id) || peer.id == c.id) {
-        return Status::InvalidArgument(pw + ": duplicate id '" + peer.id + "'");
-      }
-      c.peers.push_back(std::move(peer));
     }
   }
   std::string join, head_key;
-  TROUPE_RETURN_IF_ERROR(Read(root, "join", &join, what));
-  TROUPE_RETURN_IF_ERROR(Read(root, "head_public_key", &head_key, what));
+  Read(root, "join", &join, what, P);
+  Read(root, "head_public_key", &head_key, what, P);
   if (!join.empty()) {
-    if (!head_key.empty() && !transport::ValidateZ85Key(head_key, "public key").ok()) {
-      head_key = Resolve(base_dir, head_key);
+    const bool is_key = transport::ValidateZ85Key(head_key, "public key").ok();
+    if (!head_key.empty() && !is_key) head_key = Resolve(base_dir, head_key);
+    if (Status st = JoinHead(&c, join, read_key_files || is_key ? head_key : ""); !st.ok()) problem(st.message());
+    if (!read_key_files && !is_key && !head_key.empty()) {
+      for (PeerConfig& peer : c.peers) {
+        if (peer.id == c.head_id) peer.public_key = head_key;  // a file made later: left unread
+      }
     }
-    if (Status st = JoinHead(&c, join, head_key); !st.ok()) return Status::InvalidArgument(what + ": " + st.message());
   } else if (!head_key.empty()) {
-    return Status::InvalidArgument(what + ": head_public_key: goes with join");
+    problem("head_public_key: goes with join");
   }
-  TROUPE_RETURN_IF_ERROR(Read(root, "ready_file", &c.ready_file, what));
+  Read(root, "ready_file", &c.ready_file, what, P);
   c.ready_file = Resolve(base_dir, c.ready_file);
-  TROUPE_RETURN_IF_ERROR(Read(root, "parent_pid", &c.parent_pid, what));
-  TROUPE_RETURN_IF_ERROR(ValidateNodeConfig(c, what));
+  Read(root, "parent_pid", &c.parent_pid, what, P);
+  for (std::string& line : NodeConfigProblems(c, what)) {
+    if (std::find(problems.begin(), problems.end(), line) == problems.end()) problems.push_back(std::move(line));
+  }
+  if (out) *out = std::move(c);
+  return problems;
+}
+
+Result<NodeConfig> ParseNodeConfig(const std::string& text, const std::string& base_dir, const std::string& what) {
+  NodeConfig c;
+  std::vector<std::string> problems = ParseNodeConfigProblems(text, base_dir, what, &c);
+  if (!problems.empty()) return Status::InvalidArgument(problems.front());
   return c;
 }
 
-Status ValidateNodeConfig(const NodeConfig& c, const std::string& what) {
-  TROUPE_RETURN_IF_ERROR(CheckModelOptionNames(c, what));
-  if (c.id.empty() || c.id.size() > 255) return Status::InvalidArgument(what + ": id: must be 1 to 255 characters");
-  if (!c.head && !c.shard) return Status::InvalidArgument(what + ": roles: name head and/or shard");
-  if (c.model.empty()) return Status::InvalidArgument(what + ": model: missing");
+std::vector<std::string> NodeConfigProblems(const NodeConfig& c, const std::string& what) {
+  Problems problems;
+  auto problem = [&](const std::string& line) { problems.push_back(what + ": " + line); };
+  ModelOptionProblems(c, problem);
+  if (c.id.empty() || c.id.size() > 255) problem("id: must be 1 to 255 characters");
+  if (!c.head && !c.shard) problem("roles: name head and/or shard");
+  if (c.model.empty()) problem("model: missing");
   if (c.shard && !c.layers_auto && (c.layer_begin < 0 || c.layer_begin >= c.layer_end)) {
-    return Status::InvalidArgument(what + ": layers: a shard needs [begin, end] with begin < end, or auto");
+    problem("layers: a shard needs [begin, end] with begin < end, or auto");
   }
-  if (c.layers_auto && !c.shard) return Status::InvalidArgument(what + ": layers: auto is for a shard");
-  if (c.layers_auto && c.head) {
-    return Status::InvalidArgument(what + ": layers: auto needs a head to join, not a head in the same node");
-  }
-  if (c.layers_auto && c.head_id.empty()) {
-    return Status::InvalidArgument(what + ": layers: auto needs the head to ask (join: or head:)");
-  }
+  if (c.layers_auto && !c.shard) problem("layers: auto is for a shard");
+  if (c.layers_auto && c.head) problem("layers: auto needs a head to join, not a head in the same node");
+  if (c.layers_auto && c.head_id.empty()) problem("layers: auto needs the head to ask (join: or head:)");
   // Every address bound, none advertised: peers would be told to dial 0.0.0.0.
   if (c.advertise.empty() && (c.listen.rfind("tcp://0.0.0.0:", 0) == 0 || c.listen.rfind("tcp://*:", 0) == 0 ||
                               c.listen.rfind("tcp://[::]:", 0) == 0)) {
-    return Status::InvalidArgument(what + ": endpoints: listen " + c.listen +
-                                   " binds every address; set endpoints: advertise to the one peers dial (e.g. "
-                                   "tcp://10.0.0.5:5601)");
+    problem("endpoints: listen " + c.listen +
+            " binds every address; set endpoints: advertise to the one peers dial (e.g. tcp://10.0.0.5:5601)");
+  }
+  if (!c.advertise.empty() && (c.advertise.rfind("tcp://0.0.0.0:", 0) == 0 || c.advertise.rfind("tcp://*:", 0) == 0 ||
+                               c.advertise.rfind("tcp://[::]:", 0) == 0)) {
+    problem("endpoints: advertise " + c.advertise + " is no address a peer can dial; name this node's own");
+  }
+  if (!c.advertise.empty() && c.advertise.find(":*") != std::string::npos) {
+    problem("endpoints: advertise " + c.advertise + " has no port; advertise the port listen binds");
   }
   if (c.curve && (c.secret_key_file.empty() || c.allowlist.empty())) {
-    return Status::InvalidArgument(what + ": security: curve needs secret_key and allowlist");
+    problem("security: curve needs secret_key and allowlist");
   }
   if (!c.head_id.empty() && !c.FindPeer(c.head_id) && c.head_id != c.id) {
-    return Status::InvalidArgument(what + ": head: '" + c.head_id + "' is not among the peers");
+    problem("head: '" + c.head_id + "' is not among the peers");
   }
   if (c.curve && !c.head_id.empty() && c.head_id != c.id) {
     const PeerConfig* head = c.FindPeer(c.head_id);
     if (head && head->public_key.empty()) {
-      return Status::InvalidArgument(what + ": head: '" + c.head_id +
-                                     "' has no public_key (curve: this node dials it; give head_public_key)");
+      problem("head: '" + c.head_id + "' has no public_key (curve: this node dials it; give head_public_key)");
     }
   }
+  return problems;
+}
+
+Status ValidateNodeConfig(const NodeConfig& c, const std::string& what) {
+  std::vector<std::string> problems = NodeConfigProblems(c, what);
+  if (!problems.empty()) return Status::InvalidArgument(problems.front());
   return Status::Ok();
 }
 

@@ -77,12 +77,19 @@
 //   ready_file: run/shard-0.ready.json  # written once listening (bound endpoints)
 //   parent_pid: 1234                # exit when the parent process goes away
 //
+// Values may name environment variables, as compose and systemd do:
+// `${NAME}`, or `${NAME:-default}` when NAME is unset or empty (`$$` is a
+// `$`); an unset NAME without a default is an error naming it. So one file
+// serves every replica (`advertise: tcp://${POD_IP}:5601`) and every machine
+// (`model: ${TROUPE_MODEL:-/models/m.gguf}`).
+//
 // Relative paths are resolved against the config file's folder. Peers with an
 // endpoint and layers are routable without announcing themselves; peers
 // without an endpoint are learned from announces (shards announce to `head`).
 //
 // Plain data; LoadNodeConfig / ParseNodeConfig validate and name the first
-// bad key ("node config x.yaml: layers: begin 10 >= end 10").
+// bad key ("node config x.yaml: layers: begin 10 >= end 10");
+// ParseNodeConfigProblems names every one (`troupe config check`).
 #pragma once
 
 #include <cstdint>
@@ -155,6 +162,16 @@ Result<NodeConfig> LoadNodeConfig(const std::string& path);
 // changed in code (`troupe node` flags over a file): InvalidArgument
 // naming the first problem, prefixed with `what`.
 Status ValidateNodeConfig(const NodeConfig& config, const std::string& what);
+// Every problem those checks find, one line each (empty: none).
+std::vector<std::string> NodeConfigProblems(const NodeConfig& config, const std::string& what);
+// Every problem of a config text, one line each, each prefixed with `what`
+// (empty: none; ParseNodeConfig fails with the first). Parsing goes on past
+// each problem, so `*out` (when not null) holds what could be read.
+// With `read_key_files` false, a public key given as a file path (peers'
+// public_key, head_public_key) is kept as that path, unread: what a check
+// of configs whose keys are made later (an init step) needs.
+std::vector<std::string> ParseNodeConfigProblems(const std::string& yaml, const std::string& base_dir,
+                                                 const std::string& what, NodeConfig* out, bool read_key_files = true);
 // Makes `head_id` (default "head") a peer at `endpoint` with `public_key`
 // (Z85 or a .pub path; may be empty) — what `join:` and `troupe node
 // --join` mean.

@@ -221,9 +221,12 @@ void HttpServer::Routes() {
     if (!metrics.ok()) return SendError(res, Unavailable(metrics.status().message()));
     auto it = metrics->gauges().find(options_.node_id + "/route_ready");
     if (it == metrics->gauges().end() || it->second < 1) {
-      ApiError e = Unavailable("no route through every layer of the model (a shard span has no live node)", "NO_ROUTE");
+      const std::string why =
+          metrics->route_problem().empty() ? "a shard span has no live node" : metrics->route_problem();
+      ApiError e = Unavailable("no route through every layer of the model: " + why, "NO_ROUTE");
       json body = ErrorBody(e);
       body["status"] = "unavailable";
+      body["reason"] = why;
       return SendJson(res, 503, body);
     }
     SendJson(res, 200, json{{"status", "ok"}, {"model", options_.model_id}});

@@ -4,7 +4,9 @@
 //   POST /v1/completions        text completion (http/openai_api.h: fields)
 //   POST /v1/chat/completions   chat completion (multi-turn)
 //   GET  /health                200 {"status": "ok"} while the ring can serve
-//                               a job, else 503
+//                               a job, else 503 {"status": "unavailable",
+//                               "reason": why no route exists (missing
+//                               layers, refused or failing links), "error"}
 //   GET  /metrics               the cluster's merged metrics (what `troupe
 //                               status` shows), Prometheus text format
 //

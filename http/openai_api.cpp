@@ -712,37 +712,44 @@ std::string Number(double v) {
 std::string PrometheusText(const v1::MetricsSnapshot& snapshot) {
   struct Family {
     bool counter = false;
-    std::vector<std::pair<std::string, std::string>> samples;  // node, value
+    std::vector<std::pair<std::string, std::string>> samples;  // labels, value
   };
   std::map<std::string, Family> families;
-  auto split = [](const std::string& key, std::string* node, std::string* name) {
+  // "<node>/<name>" or "<node>/<name>{k=\"v\",...}" (labels already escaped,
+  // actors/refusals.h) -> the metric's name and its labels, node first.
+  auto split = [](const std::string& key, std::string* labels, std::string* name) {
     const size_t slash = key.find('/');
-    *node = slash == std::string::npos ? "" : key.substr(0, slash);
+    const std::string node = slash == std::string::npos ? "" : key.substr(0, slash);
     *name = slash == std::string::npos ? key : key.substr(slash + 1);
+    *labels = "node=\"" + LabelValue(node) + "\"";
+    const size_t brace = name->find('{');
+    if (brace != std::string::npos && name->back() == '}') {
+      const std::string more = name->substr(brace + 1, name->size() - brace - 2);
+      if (!more.empty()) *labels += "," + more;
+      name->resize(brace);
+    }
   };
   for (const auto& [key, value] : snapshot.counters()) {
-    std::string node, name;
-    split(key, &node, &name);
+    std::string labels, name;
+    split(key, &labels, &name);
     std::string metric = MetricName(name);
     if (metric.size() < 6 || metric.compare(metric.size() - 6, 6, "_total") != 0) metric += "_total";
     Family& f = families[metric];
     f.counter = true;
-    f.samples.emplace_back(node, std::to_string(value));
+    f.samples.emplace_back(labels, std::to_string(value));
   }
   for (const auto& [key, value] : snapshot.gauges()) {
-    std::string node, name;
-    split(key, &node, &name);
+    std::string labels, name;
+    split(key, &labels, &name);
     std::string metric = MetricName(name);
     if (families.count(metric) && families[metric].counter) metric += "_gauge";  // never mix types in a family
-    families[metric].samples.emplace_back(node, Number(value));
+    families[metric].samples.emplace_back(labels, Number(value));
   }
   std::string out;
   for (auto& [metric, f] : families) {
     std::sort(f.samples.begin(), f.samples.end());
     out += "# TYPE " + metric + (f.counter ? " counter\n" : " gauge\n");
-    for (const auto& [node, value] : f.samples) {
-      out += metric + "{node=\"" + LabelValue(node) + "\"} " + value + "\n";
-    }
+    for (const auto& [labels, value] : f.samples) out += metric + "{" + labels + "} " + value + "\n";
   }
   return out;
 }

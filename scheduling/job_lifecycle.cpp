@@ -562,10 +562,21 @@ Actions JobLifecycle::NodeDown(const std::string& node_id, const std::string& ho
   return out;
 }
 
+Actions JobLifecycle::NodeTroubled(const std::string& node_id, const std::string& how, Clock::time_point now) {
+  Actions out;
+  if (registry_.Find(node_id)) RerouteThrough(node_id, how, now, out);
+  return out;
+}
+
 void JobLifecycle::Down(const std::string& node, const std::string& how, Clock::time_point now, Actions& out) {
   const ShardEntry* entry = registry_.Find(node);
   if (!entry || entry->fixed) return;
   registry_.Remove(node);  // back when it announces itself again
+  RerouteThrough(node, how, now, out);
+}
+
+void JobLifecycle::RerouteThrough(const std::string& node, const std::string& how, Clock::time_point now,
+                                  Actions& out) {
   std::vector<uint64_t> hit;
   for (const auto& [sid, job] : jobs_) {
     if (job.state == JobState::kQueued) continue;  // holds nothing; a fresh route when it is its turn

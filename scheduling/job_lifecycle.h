@@ -209,6 +209,13 @@ class JobLifecycle {
   // Node `node_id` is gone (`how`: "disconnected", "stopped answering ...").
   Actions NodeDown(const std::string& node_id, const std::string& how, Clock::time_point now);
 
+  // Node `node_id` is alive but cannot be used (`how`, e.g. its link is
+  // refused), or a node before it on routes cannot reach it: it stays
+  // registered (the registry keeps it out of new routes while its trouble
+  // lasts: SetTrouble / SetUnreachable first) and every job through it goes
+  // on over another route, as for NodeDown, or fails UNAVAILABLE naming `how`.
+  Actions NodeTroubled(const std::string& node_id, const std::string& how, Clock::time_point now);
+
   // Housekeeping, every tick: nodes silent past the registry's ttl go down;
   // JOB_QUEUED notices; open and queue timeouts; the oldest queued job's try.
   Actions Tick(Clock::time_point now);
@@ -289,6 +296,8 @@ class JobLifecycle {
   void Reroute(uint64_t session_id, const std::string& dead, const std::string& how, Clock::time_point now,
                Actions& out);
   void Down(const std::string& node_id, const std::string& how, Clock::time_point now, Actions& out);
+  // Every job, parked cache and kept session through `node_id` leaves it.
+  void RerouteThrough(const std::string& node_id, const std::string& how, Clock::time_point now, Actions& out);
   v1::Error HeadError(v1::ErrorCode code, const std::string& text, uint64_t session_id) const;
   // The answer to a cancel or status query naming a job the head does not hold.
   Reply UnknownJob(const Origin& to, uint64_t request_id, uint64_t job_id) const;

@@ -13,7 +13,7 @@ void MergeSnapshot(v1::MetricsSnapshot& into, const v1::MetricsSnapshot& from) {
 }
 
 uint64_t MetricsQueries::Begin(const Origin& client, uint64_t request_id, const v1::MetricsSnapshot& head,
-                               bool route_ready, Clock::time_point now) {
+                               const std::string& route_problem, Clock::time_point now) {
   const uint64_t q = ++next_query_;
   Query& query = queries_[q];
   query.client = client;
@@ -23,7 +23,8 @@ uint64_t MetricsQueries::Begin(const Origin& client, uint64_t request_id, const 
   MergeSnapshot(query.merged, head);
   // 1 while the registry has a route through every layer (a job would be
   // accepted now); what the HTTP front end's /health reports.
-  (*query.merged.mutable_gauges())[head.node_id() + "/route_ready"] = route_ready ? 1.0 : 0.0;
+  (*query.merged.mutable_gauges())[head.node_id() + "/route_ready"] = route_problem.empty() ? 1.0 : 0.0;
+  query.merged.set_route_problem(route_problem);
   return q;
 }
 

@@ -1,9 +1,10 @@
 // MetricsQueries: a client's request for the cluster's metrics, fanned out to
 // every live shard node and merged into one MetricsSnapshot.
 //
-//   Begin(client, request, head's own snapshot, route_ready)
+//   Begin(client, request, head's own snapshot, route_problem)
 //     └─ the head's counters under "<head>/<name>", and "<head>/route_ready"
-//        1|0 (can a job be routed through every layer now)
+//        1|0 (can a job be routed through every layer now: route_problem
+//        empty) with route_problem, why not, in the snapshot's field
 //   Expect(q, node)   a snapshot query was sent to `node`
 //   Answer(q, snap)   `node`'s snapshot: merged under "<node>/<name>"
 //   Finish / Tick     the merged snapshot, once every expected node answered or
@@ -37,8 +38,8 @@ class MetricsQueries {
 
   // Starts a query answering `request_id` to `client`; returns its id (the
   // request id of the queries sent to the nodes).
-  uint64_t Begin(const Origin& client, uint64_t request_id, const v1::MetricsSnapshot& head, bool route_ready,
-                 Clock::time_point now);
+  uint64_t Begin(const Origin& client, uint64_t request_id, const v1::MetricsSnapshot& head,
+                 const std::string& route_problem, Clock::time_point now);
   // The query `q` was sent to `node_id`: wait for its answer.
   void Expect(uint64_t q, const std::string& node_id);
   // A gauge the head knows of `node_id` (its layers from the registry), as

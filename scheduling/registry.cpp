@@ -13,6 +13,8 @@ void Registry::Upsert(ShardEntry entry) {
     if (entry.step_ms < 0) entry.step_ms = it->second.step_ms;
     if (entry.rtt_ms < 0) entry.rtt_ms = it->second.rtt_ms;
     if (entry.sessions == 0) entry.sessions = it->second.sessions;
+    if (entry.trouble.empty()) entry.trouble = it->second.trouble;
+    if (entry.unreachable.empty()) entry.unreachable = it->second.unreachable;
   }
   nodes_[entry.node_id] = std::move(entry);
 }
@@ -22,6 +24,28 @@ void Registry::Report(const std::string& node_id, double step_ms, uint32_t sessi
   if (it == nodes_.end()) return;
   if (step_ms >= 0) it->second.step_ms = step_ms;
   it->second.sessions = sessions;
+}
+
+void Registry::SetTrouble(const std::string& node_id, std::string text) {
+  auto it = nodes_.find(node_id);
+  if (it != nodes_.end()) it->second.trouble = std::move(text);
+}
+
+void Registry::SetUnreachable(const std::string& node_id, std::map<std::string, std::string> nodes) {
+  auto it = nodes_.find(node_id);
+  if (it != nodes_.end()) it->second.unreachable = std::move(nodes);
+}
+
+std::string Registry::Troubles(std::chrono::steady_clock::time_point now) const {
+  std::string out;
+  auto add = [&out](const std::string& line) { out += (out.empty() ? "" : "; ") + line; };
+  for (const auto& [id, e] : nodes_) {
+    if (!Alive(e, now)) continue;
+    const std::string span = " (layers " + std::to_string(e.layer_begin) + "-" + std::to_string(e.layer_end) + ")";
+    if (!e.trouble.empty()) add("shard '" + id + "'" + span + " is unusable: " + e.trouble);
+    for (const auto& [to, why] : e.unreachable) add("shard '" + id + "'" + span + " cannot reach '" + to + "': " + why);
+  }
+  return out;
 }
 
 void Registry::RecordRoundTrip(const std::string& node_id, double rtt_ms) {
@@ -79,40 +103,54 @@ std::vector<uint32_t> Registry::Coverage(int64_t n_layers, std::chrono::steady_c
 
 Result<std::vector<const ShardEntry*>> Registry::Cheapest(int64_t n_layers,
                                                           std::chrono::steady_clock::time_point now) const {
-  // Shortest path over layer boundaries: best[l] is the cheapest way to have
-  // run layers [0, l); a node serving [b, e) is an edge b -> e.
+  // Shortest path over (node, span): best[i] is the cheapest way to have run
+  // layers [0, end of node i) with node i last; node j may follow node i
+  // when i's span ends where j's begins and i can reach j.
   std::vector<const ShardEntry*> live;
   for (const auto& [id, e] : nodes_) {
-    if (Alive(e, now) && e.layer_begin >= 0 && e.layer_begin < e.layer_end && e.layer_end <= n_layers) {
+    if (Alive(e, now) && e.trouble.empty() && e.layer_begin >= 0 && e.layer_begin < e.layer_end &&
+        e.layer_end <= n_layers) {
       live.push_back(&e);
     }
   }
   if (!live.empty())
     std::rotate(live.begin(), live.begin() + static_cast<std::ptrdiff_t>(turn_ % live.size()), live.end());
+  // Spans only grow along a path: by begin, the turn's order kept among equals.
+  std::stable_sort(live.begin(), live.end(),
+                   [](const ShardEntry* a, const ShardEntry* b) { return a->layer_begin < b->layer_begin; });
   constexpr double kUnreached = std::numeric_limits<double>::infinity();
-  std::vector<double> best(static_cast<size_t>(n_layers) + 1, kUnreached);
-  std::vector<const ShardEntry*> via(static_cast<size_t>(n_layers) + 1, nullptr);
-  best[0] = 0;
-  for (int64_t l = 0; l < n_layers; ++l) {
-    if (best[l] == kUnreached) continue;
-    for (const ShardEntry* e : live) {
-      if (e->layer_begin != l) continue;
-      const double cost = best[l] + Cost(*e);
-      if (cost < best[e->layer_end]) {
-        best[e->layer_end] = cost;
-        via[e->layer_end] = e;
+  const size_t n = live.size();
+  std::vector<double> best(n, kUnreached);
+  std::vector<ptrdiff_t> via(n, -1);
+  int64_t reached = 0;  // the furthest layer boundary some path reaches
+  for (size_t j = 0; j < n; ++j) {
+    const ShardEntry& e = *live[j];
+    double from = e.layer_begin == 0 ? 0 : kUnreached;
+    for (size_t i = 0; i < j && e.layer_begin > 0; ++i) {
+      const ShardEntry& p = *live[i];
+      if (p.layer_end != e.layer_begin || best[i] == kUnreached || p.unreachable.count(e.node_id)) continue;
+      if (best[i] < from) {
+        from = best[i];
+        via[j] = static_cast<ptrdiff_t>(i);
       }
     }
+    if (from == kUnreached) continue;
+    best[j] = from + Cost(e);
+    reached = std::max(reached, e.layer_end);
   }
-  if (best[n_layers] == kUnreached) {
-    int64_t layer = 0;  // the first layer no path runs: after the furthest boundary reached
-    for (int64_t l = 0; l < n_layers; ++l) {
-      if (best[l] != kUnreached) layer = l;
+  ptrdiff_t last = -1;
+  for (size_t j = 0; j < n; ++j) {
+    if (live[j]->layer_end == n_layers && best[j] != kUnreached && (last < 0 || best[j] < best[last])) {
+      last = static_cast<ptrdiff_t>(j);
     }
-    return Status::NotFound("no shard serves layer " + std::to_string(layer) + " of " + std::to_string(n_layers));
+  }
+  if (last < 0) {
+    const std::string troubles = Troubles(now);
+    return Status::NotFound("no shard serves layer " + std::to_string(reached) + " of " + std::to_string(n_layers) +
+                            (troubles.empty() ? "" : " that the route can use: " + troubles));
   }
   std::vector<const ShardEntry*> path;
-  for (int64_t l = n_layers; l > 0; l = via[l]->layer_begin) path.push_back(via[l]);
+  for (ptrdiff_t j = last; j >= 0; j = via[j]) path.push_back(live[j]);
   std::reverse(path.begin(), path.end());
   return path;
 }
@@ -131,6 +169,11 @@ Result<std::vector<Span>> Registry::Route(int64_t n_layers, std::chrono::steady_
 
 bool Registry::Routable(int64_t n_layers, std::chrono::steady_clock::time_point now) const {
   return Cheapest(n_layers, now).ok();
+}
+
+std::string Registry::RouteProblem(int64_t n_layers, std::chrono::steady_clock::time_point now) const {
+  auto path = Cheapest(n_layers, now);
+  return path.ok() ? std::string() : path.status().message();
 }
 
 }  // namespace troupe::scheduling

@@ -14,6 +14,13 @@
 // real number. Nodes learned from announces expire when they stop
 // announcing; nodes from the config never do.
 //
+// Trouble: a node the head cannot use although it is alive — the head's
+// link to it is refused or its handshakes fail, or the head refused its key
+// (SetTrouble) — takes no new session until the trouble is cleared; a hop
+// from a node to one it reports it cannot reach (SetUnreachable: its key
+// is not in that node's allowlist...) is never part of a route. Without a
+// route, Route's error names these troubles, not only the missing layers.
+//
 // Plain data, no sockets or actors. Thread-safety: none (the scheduler
 // actor's own).
 #pragma once
@@ -43,6 +50,8 @@ struct ShardEntry {
   double step_ms = -1;       // measured compute per step (its heartbeats); < 0 = not yet
   double rtt_ms = -1;        // measured round trip from the head (pings); < 0 = not yet
   std::string public_key{};  // Z85, from its announce (curve mode; checked against the allowlist); may be empty
+  std::string trouble{};     // why the head cannot use it now; empty = none
+  std::map<std::string, std::string> unreachable{};  // nodes it cannot send to -> why (its heartbeats)
 };
 
 // One shard span of a route.
@@ -68,6 +77,11 @@ class Registry {
   // What its heartbeat reports: compute per step (< 0: none measured yet)
   // and sessions open on it.
   void Report(const std::string& node_id, double step_ms, uint32_t sessions);
+  // The head cannot use the node (`text` says why), or — empty — can again.
+  // Unknown nodes are ignored.
+  void SetTrouble(const std::string& node_id, std::string text);
+  // What the node reports it cannot reach (node id -> why); replaces the last report.
+  void SetUnreachable(const std::string& node_id, std::map<std::string, std::string> nodes);
   // A ping's round trip to the node (smoothed over the last few).
   void RecordRoundTrip(const std::string& node_id, double rtt_ms);
   // The estimated cost of one more session's step through the node, ms.
@@ -81,6 +95,8 @@ class Registry {
   Result<std::vector<Span>> Route(int64_t n_layers, std::chrono::steady_clock::time_point now);
   // Whether Route would succeed now, without taking a replica's turn.
   bool Routable(int64_t n_layers, std::chrono::steady_clock::time_point now) const;
+  // Why Route would fail now (its error's text); "" when it would succeed.
+  std::string RouteProblem(int64_t n_layers, std::chrono::steady_clock::time_point now) const;
 
   // Live nodes.
   std::vector<ShardEntry> Live(std::chrono::steady_clock::time_point now) const;
@@ -90,6 +106,8 @@ class Registry {
 
  private:
   bool Alive(const ShardEntry& e, std::chrono::steady_clock::time_point now) const;
+  // The troubles of live nodes, "; "-joined, for errors ("" when none).
+  std::string Troubles(std::chrono::steady_clock::time_point now) const;
   // The cheapest path of live nodes through [0, n_layers) (Cost per node,
   // ties to the turn); NotFound naming the first layer no path reaches.
   Result<std::vector<const ShardEntry*>> Cheapest(int64_t n_layers, std::chrono::steady_clock::time_point now) const;

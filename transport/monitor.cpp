@@ -61,7 +61,17 @@ Result<std::unique_ptr<SocketMonitor>> SocketMonitor::Attach(zmq::context_t& con
   if (zmq_connect(m->pair_.handle(), endpoint.str().c_str()) != 0) {
     return ZmqError("connecting the socket monitor");
   }
+  m->attached_ = true;
   return m;
+}
+
+void SocketMonitor::Detach(zmq::socket_t& watched) {
+  if (!attached_) return;
+  attached_ = false;
+  (void)Drain();  // room in the pipe, so an event being written now completes
+  // Takes the socket's monitor lock: waits for an event being written, then
+  // closes libzmq's end. Fails only for a closed socket (nothing to stop then).
+  (void)zmq_socket_monitor(watched.handle(), nullptr, 0);
 }
 
 std::vector<LinkEvent> SocketMonitor::Drain() {

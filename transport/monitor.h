@@ -11,13 +11,20 @@
 // subscription the event is never emitted and the connection is dropped.
 //
 // Wraps zmq_socket_monitor: the watched socket publishes events on a private
-// inproc:// endpoint and the monitor reads them from a PAIR socket. Events
-// are only buffered there (a few thousand; ZeroMQ drops the excess), so the
-// owner drains them regularly — the links do it whenever their counters are
-// read, a poll loop whenever the monitor socket is readable.
+// inproc:// endpoint and the monitor reads them from a PAIR socket. libzmq
+// 4.3.4 writes each event from its own I/O thread with a *blocking* send, so
+// two things must never happen, or that thread — and every socket of the
+// context with it — stops for good:
+//   * events piling up past the pipe's high-water mark (~2000): the owner
+//     drains them regularly — the links whenever their counters are read, a
+//     poll loop whenever the monitor socket is readable;
+//   * the reader closing while the watched socket can still emit (a
+//     connection torn down mid-handshake does): Detach() the watched socket
+//     first, while it is open, then close it, then destroy the monitor.
+//     Listener and Connection (link.h) do this in their destructors.
 //
 // Thread-safety: none; the monitor belongs to the thread that owns the
-// watched socket. Destroy it before the context; it may outlive the socket.
+// watched socket. Destroy it before the context.
 #pragma once
 
 #include <cstdint>
@@ -67,6 +74,10 @@ class SocketMonitor {
   // Reads every queued event without waiting and adds them to the counters.
   std::vector<LinkEvent> Drain();
   const LinkCounters& counters() const { return counters_; }
+  // Stops `watched` (the socket given to Attach, still open) from emitting
+  // events, synchronously: afterwards no libzmq thread writes to this
+  // monitor. Drains what was queued first. Idempotent.
+  void Detach(zmq::socket_t& watched);
   // The PAIR socket events arrive on, for a poll loop.
   zmq::socket_t& socket() { return pair_; }
 
@@ -74,6 +85,7 @@ class SocketMonitor {
   explicit SocketMonitor(zmq::context_t& context);
   zmq::socket_t pair_;
   LinkCounters counters_;
+  bool attached_ = false;
 };
 
 }  // namespace troupe::transport

@@ -336,6 +336,8 @@ Outbox::Outbox(zmq::context_t& context, LinkId link, std::shared_ptr<std::atomic
 Status Outbox::Open(const std::string& channel, int hwm) {
   TROUPE_RETURN_IF_ERROR(SetIntOption(push_, ZMQ_LINGER, 0, "ZMQ_LINGER"));
   TROUPE_RETURN_IF_ERROR(SetIntOption(push_, ZMQ_SNDHWM, hwm, "ZMQ_SNDHWM"));
+  // Belt and braces: a send that would block fails at once, DONTWAIT or not.
+  TROUPE_RETURN_IF_ERROR(SetIntOption(push_, ZMQ_SNDTIMEO, 0, "ZMQ_SNDTIMEO"));
   if (zmq_connect(push_.handle(), channel.c_str()) != 0) return ZmqError("outbox: connecting");
   return Status::Ok();
 }
@@ -351,10 +353,13 @@ Status Outbox::Send(const std::string& peer, Frames& frames) {
     }
     return ZmqError(what + ": send");
   }
+  // Never a blocking send, on any thread (the loop thread sends through
+  // outboxes too): once the first part is in, ZeroMQ takes the rest unless
+  // the channel went away meanwhile — then the message is lost and said so.
   for (size_t i = 0; i < frames.size(); ++i) {
-    int flags = i + 1 < frames.size() ? ZMQ_SNDMORE : 0;
+    int flags = ZMQ_DONTWAIT | (i + 1 < frames.size() ? ZMQ_SNDMORE : 0);
     if (zmq_msg_send(frames[i].handle(), push_.handle(), flags) < 0) {
-      return ZmqError(what + ": send of frame " + std::to_string(i));
+      return ZmqError(what + ": send of frame " + std::to_string(i) + " (the link closed mid-message; dropped)");
     }
   }
   frames.clear();

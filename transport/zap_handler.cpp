@@ -19,9 +19,10 @@ std::string UniqueStopEndpoint(const void* self) {
 
 }  // namespace
 
-ZapHandler::ZapHandler(zmq::context_t& context, std::map<std::string, Allowlist> domains)
+ZapHandler::ZapHandler(zmq::context_t& context, std::map<std::string, Allowlist> domains, ZapRefusalFn on_refused)
     : context_(context),
       domains_(std::move(domains)),
+      on_refused_(std::move(on_refused)),
       rep_(context, zmq::socket_type::rep),
       stop_recv_(context, zmq::socket_type::pair),
       stop_send_(context, zmq::socket_type::pair) {}
@@ -33,8 +34,8 @@ Result<std::unique_ptr<ZapHandler>> ZapHandler::Start(zmq::context_t& context, A
   return Start(context, std::move(domains));
 }
 
-Result<std::unique_ptr<ZapHandler>> ZapHandler::Start(zmq::context_t& context,
-                                                      std::map<std::string, Allowlist> domains) {
+Result<std::unique_ptr<ZapHandler>> ZapHandler::Start(zmq::context_t& context, std::map<std::string, Allowlist> domains,
+                                                      ZapRefusalFn on_refused) {
   if (domains.empty()) return Status::InvalidArgument("ZAP handler: no domain");
   for (const auto& [domain, allowlist] : domains) {
     if (allowlist.empty()) {
@@ -42,7 +43,7 @@ Result<std::unique_ptr<ZapHandler>> ZapHandler::Start(zmq::context_t& context,
                                      "' would refuse every peer");
     }
   }
-  std::unique_ptr<ZapHandler> h(new ZapHandler(context, std::move(domains)));
+  std::unique_ptr<ZapHandler> h(new ZapHandler(context, std::move(domains), std::move(on_refused)));
   for (zmq::socket_t* s : {&h->rep_, &h->stop_recv_, &h->stop_send_}) {
     TROUPE_RETURN_IF_ERROR(SetIntOption(*s, ZMQ_LINGER, 0, "ZMQ_LINGER"));
   }
@@ -121,6 +122,7 @@ void ZapHandler::Answer(std::vector<zmq::message_t>& request) {
   std::string status = "400";
   std::string text;
   std::string user_id;
+  std::string key;  // the peer's, in Z85, when it sent one
   if (request.size() < 6 || Text(request[0]) != "1.0") {
     text = "malformed ZAP request";
     rejected_malformed_.fetch_add(1);
@@ -132,8 +134,9 @@ void ZapHandler::Answer(std::vector<zmq::message_t>& request) {
     rejected_malformed_.fetch_add(1);
   } else {
     const Allowlist& allowlist = domains_.at(Text(request[2]));
-    std::string_view key(request[6].data<char>(), request[6].size());
-    auto z85 = EncodeZ85Key(key);
+    std::string_view raw(request[6].data<char>(), request[6].size());
+    auto z85 = EncodeZ85Key(raw);
+    if (z85.ok()) key = *z85;
     if (z85.ok() && allowlist.Contains(*z85)) {
       status = "200";
       text = "OK";
@@ -144,11 +147,20 @@ void ZapHandler::Answer(std::vector<zmq::message_t>& request) {
       rejected_unknown_key_.fetch_add(1);
     }
   }
+  if (status != "200" && on_refused_) {
+    ZapRefusal r;
+    r.domain = request.size() > 2 ? Text(request[2]) : "";
+    r.address = request.size() > 3 ? Text(request[3]) : "";
+    r.public_key = key;
+    r.reason = text;
+    on_refused_(r);
+  }
   // Reply: version, request id, status code, status text, user id, metadata.
+  // Never blocking: the answer to a handshake whose connection left is lost.
   const std::string reply[] = {"1.0", request_id, status, text, user_id, ""};
   for (size_t i = 0; i < 6; ++i) {
     zmq::message_t part(reply[i].data(), reply[i].size());
-    if (zmq_msg_send(part.handle(), rep_.handle(), i + 1 < 6 ? ZMQ_SNDMORE : 0) < 0) return;
+    if (zmq_msg_send(part.handle(), rep_.handle(), ZMQ_DONTWAIT | (i + 1 < 6 ? ZMQ_SNDMORE : 0)) < 0) return;
   }
 }
 

@@ -9,7 +9,10 @@
 //   200 for the CURVE mechanism, a configured domain and a client public key
 //       in that domain's allowlist (user id = the key in Z85), and
 //   400 for everything else (unknown key, other mechanism, other domain),
-// and counts both. Together with ZMQ_ZAP_ENFORCE_DOMAIN on every socket
+// and counts both. Every refusal is also reported, with the peer's address
+// and key and the reason, to an optional callback (on the handler's thread;
+// it must not block): a refused node otherwise only sees its messages go
+// nowhere. Together with ZMQ_ZAP_ENFORCE_DOMAIN on every socket
 // (security.h) this fails closed: with no handler running, CURVE handshakes
 // are refused, not accepted.
 //
@@ -26,6 +29,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -49,12 +53,22 @@ struct ZapCounters {
   uint64_t rejected_malformed = 0;  // bad version, mechanism, domain or frame count
 };
 
+// One refused handshake.
+struct ZapRefusal {
+  std::string domain;      // the listener's ZAP domain ("troupe", "troupe-jobs")
+  std::string address;     // the peer's IP address, as libzmq gives it
+  std::string public_key;  // the peer's CURVE key (Z85); empty when it sent none
+  std::string reason;      // "public key not in allowlist", "CURVE required", ...
+};
+using ZapRefusalFn = std::function<void(const ZapRefusal&)>;
+
 class ZapHandler {
  public:
   static Result<std::unique_ptr<ZapHandler>> Start(zmq::context_t& context, Allowlist allowlist,
                                                    std::string domain = "troupe");
-  // One allowlist per ZAP domain.
-  static Result<std::unique_ptr<ZapHandler>> Start(zmq::context_t& context, std::map<std::string, Allowlist> domains);
+  // One allowlist per ZAP domain; `on_refused` (optional) hears of every refusal.
+  static Result<std::unique_ptr<ZapHandler>> Start(zmq::context_t& context, std::map<std::string, Allowlist> domains,
+                                                   ZapRefusalFn on_refused = {});
   ~ZapHandler();  // Stop()
   ZapHandler(const ZapHandler&) = delete;
   ZapHandler& operator=(const ZapHandler&) = delete;
@@ -66,13 +80,14 @@ class ZapHandler {
   ZapCounters counters() const;
 
  private:
-  ZapHandler(zmq::context_t& context, std::map<std::string, Allowlist> domains);
+  ZapHandler(zmq::context_t& context, std::map<std::string, Allowlist> domains, ZapRefusalFn on_refused);
   void Run();
   // Answers one request (the frames after REP removed the envelope).
   void Answer(std::vector<zmq::message_t>& request);
 
   zmq::context_t& context_;
   const std::map<std::string, Allowlist> domains_;
+  const ZapRefusalFn on_refused_;
   std::string stop_endpoint_;
   zmq::socket_t rep_;        // owned by the handler thread once it runs
   zmq::socket_t stop_recv_;  // handler thread

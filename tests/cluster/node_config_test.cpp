@@ -239,5 +239,61 @@ TEST(NodeConfigTest, ValidateNodeConfigChecksACodeBuiltConfig) {
   EXPECT_NE(ValidateNodeConfig(c, "flags").message().find("advertise"), std::string::npos);
 }
 
+TEST(NodeConfigTest, NamesEveryProblemNotOnlyTheFirst) {
+  const std::string yaml = R"(
+id: a
+roles: [shard, chef]
+layers: [5, 2]
+colour: red
+threads: -1
+endpoints: {listen: "tcp://0.0.0.0:5601", port: 5601}
+security: {curve: true, secret: x}
+)";
+  const std::vector<std::string> problems = ParseNodeConfigProblems(yaml, "", "x.yaml", nullptr);
+  std::string all;
+  for (const std::string& p : problems) all += p + "\n";
+  for (const char* what : {"unknown key 'colour'", "unknown role 'chef'", "layers: begin 5 >= end 2",
+                           "threads: must be >= 0", "endpoints: unknown key 'port'", "security: unknown key 'secret'",
+                           "model: missing", "set endpoints: advertise", "curve needs secret_key and allowlist"}) {
+    EXPECT_NE(all.find(what), std::string::npos) << what << " in:\n" << all;
+  }
+  for (const std::string& p : problems) EXPECT_EQ(p.rfind("x.yaml: ", 0), 0u) << p;
+  // ParseNodeConfig still fails with the first.
+  auto first = ParseNodeConfig(yaml, "", "x.yaml");
+  ASSERT_FALSE(first.ok());
+  EXPECT_EQ(first.status().message(), problems.front());
+}
+
+TEST(NodeConfigTest, ExpandsEnvironmentVariables) {
+  setenv("TROUPE_TEST_HOST", "10.1.2.3", 1);
+  unsetenv("TROUPE_TEST_UNSET");
+  auto c = ParseNodeConfig(
+      "id: ${TROUPE_TEST_UNSET:-shard-9}\nroles: [shard]\nlayers: [0, 2]\nmodel: ${TROUPE_TEST_UNSET:-/m/x.gguf}\n"
+      "endpoints: {listen: \"tcp://0.0.0.0:5601\", advertise: \"tcp://${TROUPE_TEST_HOST}:5601\"}\n"
+      "head: head\npeers: [{id: head, endpoint: \"tcp://h:1\"}]\nready_file: run/$$HOME.json\n",
+      "/base", "env.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->id, "shard-9");
+  EXPECT_EQ(c->model, "/m/x.gguf");
+  EXPECT_EQ(c->advertise, "tcp://10.1.2.3:5601");
+  EXPECT_EQ(c->ready_file, "/base/run/$HOME.json");
+  auto unset = ParseNodeConfig("id: a\nroles: [head]\nmodel: ${TROUPE_TEST_UNSET}\n", "", "env.yaml");
+  ASSERT_FALSE(unset.ok());
+  EXPECT_NE(unset.status().message().find("env.yaml: model: ${TROUPE_TEST_UNSET} is not set"), std::string::npos)
+      << unset.status().message();
+}
+
+TEST(NodeConfigTest, KeyFilesMayBeLeftUnreadForAConfigCheck) {
+  const std::string yaml =
+      "id: s\nroles: [shard]\nlayers: [0, 2]\nmodel: m\njoin: tcp://head:5601\nhead_public_key: keys/head/node.pub\n"
+      "security: {curve: true, secret_key: keys/s/node.key, allowlist: keys/allowlist}\n"
+      "peers: [{id: t, public_key: keys/t/node.pub}]\n";
+  EXPECT_FALSE(ParseNodeConfig(yaml, "/nowhere", "k.yaml").ok());  // the .pub files are read
+  NodeConfig c;
+  EXPECT_TRUE(ParseNodeConfigProblems(yaml, "/nowhere", "k.yaml", &c, /*read_key_files=*/false).empty());
+  EXPECT_EQ(c.FindPeer("head")->public_key, "/nowhere/keys/head/node.pub");
+  EXPECT_EQ(c.FindPeer("t")->public_key, "/nowhere/keys/t/node.pub");
+}
+
 }  // namespace
 }  // namespace troupe::cluster

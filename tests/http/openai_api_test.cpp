@@ -278,6 +278,15 @@ TEST(OpenAiApi, PrometheusText) {
   EXPECT_NE(t.find("troupe_sessions_opened_total{node=\"shard-0\"} 2\n"), std::string::npos) << t;
   EXPECT_NE(t.find("# TYPE troupe_cache_bytes_in_use gauge\n"), std::string::npos) << t;
   EXPECT_NE(t.find("troupe_bad_name{node=\"odd node\"} 0.5\n"), std::string::npos) << t;
+  // Labeled names keep their labels, after the node's.
+  (*m.mutable_counters())["head/handshakes_refused_total{address=\"10.0.0.7\",peer=\"shard-2\"}"] = 3;
+  (*m.mutable_counters())["shard-0/step_bytes_sent_total{to=\"shard-1\"}"] = 100;
+  const std::string l = PrometheusText(m);
+  EXPECT_NE(l.find("# TYPE troupe_handshakes_refused_total counter\n"
+                   "troupe_handshakes_refused_total{node=\"head\",address=\"10.0.0.7\",peer=\"shard-2\"} 3\n"),
+            std::string::npos)
+      << l;
+  EXPECT_NE(l.find("troupe_step_bytes_sent_total{node=\"shard-0\",to=\"shard-1\"} 100\n"), std::string::npos) << l;
 }
 
 }  // namespace

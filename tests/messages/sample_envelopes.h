@@ -183,12 +183,20 @@ inline std::vector<v1::Envelope> SampleEnvelopes() {
     m->set_node_id("shard-1");
     m->set_step_ms(4.25);
     m->set_sessions(3);
+    v1::LinkTrouble* t = m->add_link_troubles();
+    t->set_node_id("shard-2");
+    t->set_endpoint("tcp://10.0.0.7:5601");
+    t->set_text("node 'shard-2' at tcp://10.0.0.7:5601 refused the CURVE key of 'shard-1'");
   }
   next().mutable_ping()->set_sent_micros(1234567890123);
   {
     v1::Pong* m = next().mutable_pong();
     m->set_sent_micros(1234567890123);
     m->set_node_id("shard-1");
+    v1::LinkTrouble* t = m->add_link_troubles();
+    t->set_node_id("head");
+    t->set_endpoint("tcp://10.0.0.1:5601");
+    t->set_text("handshake with node 'head' at tcp://10.0.0.1:5601 failed 3 times");
   }
   {
     v1::MetricsSnapshot* m = next().mutable_metrics_snapshot();
@@ -197,6 +205,7 @@ inline std::vector<v1::Envelope> SampleEnvelopes() {
     (*m->mutable_counters())["messages_rejected_total{code=\"BAD_HEADER\"}"] = 2;
     (*m->mutable_gauges())["cache_tokens_free"] = 40000.0;
     (*m->mutable_gauges())["load"] = 0.75;
+    m->set_route_problem("no shard serves layer 15 of 30");
   }
   next().mutable_metrics_query();
   next().mutable_kept_session_close()->set_name("chat-42");

@@ -270,6 +270,23 @@ TEST_F(JobLifecycleTest, FixedNodesAreNeverTakenDown) {
   EXPECT_EQ(lc->StateOf(5), JobState::kRunning);
 }
 
+TEST_F(JobLifecycleTest, ATroubledFixedNodeIsLeftForAReplicaAndWithoutOneNamed) {
+  Make(true, /*replica=*/true);
+  Running(5);  // over a and b
+  lc->registry().SetTrouble("b", "node 'b' at tcp://b refused this node's CURVE key");
+  Actions out = lc->NodeTroubled("b", "is unusable: node 'b' at tcp://b refused this node's CURVE key", t0);
+  ASSERT_EQ(All<SessionMove>(out).size(), 1u);
+  EXPECT_EQ(All<SessionMove>(out)[0].route[2].node_id(), "b2");
+  EXPECT_NE(lc->registry().Find("b"), nullptr);  // a config node stays, out of routes while troubled
+  // Without the replica a new job is refused naming the trouble, at once.
+  lc->registry().SetTrouble("b2", "handshake with node 'b2' at tcp://b2 failed 3 times");
+  std::optional<v1::Error> refusal = lc->Refusal(t0);
+  ASSERT_TRUE(refusal.has_value());
+  EXPECT_EQ(refusal->code(), v1::NO_ROUTE);
+  EXPECT_NE(refusal->text().find("refused this node's CURVE key"), std::string::npos) << refusal->text();
+  EXPECT_NE(refusal->text().find("failed 3 times"), std::string::npos) << refusal->text();
+}
+
 TEST_F(JobLifecycleTest, SilentNodesGoDownOnATick) {
   Make(false, /*replica=*/true);
   Running(5);

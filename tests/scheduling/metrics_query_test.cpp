@@ -18,7 +18,7 @@ const Clock::time_point t0 = Clock::time_point() + std::chrono::hours(1);
 
 TEST(MetricsQueryTest, MergesEveryNodeUnderItsName) {
   MetricsQueries queries;
-  const uint64_t q = queries.Begin(Origin{1, "c"}, 42, Snapshot("head", 1), true, t0);
+  const uint64_t q = queries.Begin(Origin{1, "c"}, 42, Snapshot("head", 1), "", t0);
   queries.Expect(q, "a");
   queries.Expect(q, "b");
   EXPECT_FALSE(queries.Finish(q));
@@ -40,7 +40,7 @@ TEST(MetricsQueryTest, MergesEveryNodeUnderItsName) {
 
 TEST(MetricsQueryTest, NotesGoUnderTheNodesName) {
   MetricsQueries queries;
-  const uint64_t q = queries.Begin(Origin{1, "c"}, 42, Snapshot("head", 1), true, t0);
+  const uint64_t q = queries.Begin(Origin{1, "c"}, 42, Snapshot("head", 1), "", t0);
   queries.Note(q, "a", "layer_end", 10);
   queries.Note(q + 1, "a", "layer_end", 20);  // no such query: ignored
   std::optional<Reply> reply = queries.Finish(q);
@@ -50,15 +50,16 @@ TEST(MetricsQueryTest, NotesGoUnderTheNodesName) {
 
 TEST(MetricsQueryTest, WithNobodyToAskTheHeadAnswersAtOnce) {
   MetricsQueries queries;
-  const uint64_t q = queries.Begin(Origin{1, "c"}, 42, Snapshot("head", 1), false, t0);
+  const uint64_t q = queries.Begin(Origin{1, "c"}, 42, Snapshot("head", 1), "no shard serves layer 2 of 4", t0);
   std::optional<Reply> reply = queries.Finish(q);
   ASSERT_TRUE(reply);
   EXPECT_EQ(reply->envelope.metrics_snapshot().gauges().at("head/route_ready"), 0.0);
+  EXPECT_EQ(reply->envelope.metrics_snapshot().route_problem(), "no shard serves layer 2 of 4");
 }
 
 TEST(MetricsQueryTest, SilentNodesReadUnreachableAfterTheDeadline) {
   MetricsQueries queries;
-  const uint64_t q = queries.Begin(Origin{1, "c"}, 42, Snapshot("head", 1), true, t0);
+  const uint64_t q = queries.Begin(Origin{1, "c"}, 42, Snapshot("head", 1), "", t0);
   queries.Expect(q, "a");
   queries.Expect(q, "b");
   EXPECT_FALSE(queries.Answer(q, Snapshot("a", 2)));

@@ -1,4 +1,5 @@
-// Registry: routes over spans, replicas in turn, expiry of silent nodes.
+// Registry: routes over spans, replicas in turn, expiry of silent nodes,
+// troubled nodes and unreachable hops left out (and named when no route is left).
 #include "scheduling/registry.h"
 
 #include <gtest/gtest.h>
@@ -131,6 +132,55 @@ TEST(RegistryTest, OneNodeForTheWholeModelBeatsTwoHopsOfTheSameSpeed) {
   route = r.Route(30, now);
   ASSERT_TRUE(route.ok());
   EXPECT_EQ(route->size(), 2u);
+}
+
+TEST(RegistryTest, ATroubledNodeTakesNoSessionAndNoRouteNamesWhy) {
+  Registry r;
+  const auto now = std::chrono::steady_clock::now();
+  r.Upsert(ShardEntry{"a", "tcp://a", 0, 10, true, now});
+  r.Upsert(ShardEntry{"b", "tcp://b", 10, 30, true, now});
+  r.Upsert(ShardEntry{"b2", "tcp://b2", 10, 30, true, now});
+  r.SetTrouble("b", "node 'b' at tcp://b refused this node's CURVE key");
+  for (int i = 0; i < 4; ++i) {
+    auto route = r.Route(30, now);
+    ASSERT_TRUE(route.ok());
+    EXPECT_EQ((*route)[1].node_id, "b2");
+  }
+  r.SetTrouble("b2", "handshake with node 'b2' failed 3 times");
+  EXPECT_FALSE(r.Routable(30, now));
+  auto none = r.Route(30, now);
+  ASSERT_FALSE(none.ok());
+  const std::string why = none.status().message();
+  EXPECT_NE(why.find("no shard serves layer 10 of 30"), std::string::npos) << why;
+  EXPECT_NE(why.find("shard 'b' (layers 10-30) is unusable: node 'b' at tcp://b refused"), std::string::npos) << why;
+  EXPECT_NE(why.find("failed 3 times"), std::string::npos) << why;
+  // A refreshed announce keeps the trouble; clearing it makes the node usable.
+  r.Upsert(ShardEntry{"b", "tcp://b", 10, 30, false, now});
+  EXPECT_FALSE(r.Routable(30, now));
+  r.SetTrouble("b", "");
+  EXPECT_TRUE(r.Routable(30, now));
+}
+
+TEST(RegistryTest, AHopToANodeItsPredecessorCannotReachIsNeverTaken) {
+  Registry r;
+  const auto now = std::chrono::steady_clock::now();
+  r.Upsert(ShardEntry{"a", "tcp://a", 0, 10, true, now});
+  r.Upsert(ShardEntry{"a2", "tcp://a2", 0, 10, true, now});
+  r.Upsert(ShardEntry{"b", "tcp://b", 10, 30, true, now});
+  r.SetUnreachable("a", {{"b", "node 'b' refused this node's CURVE key"}});
+  for (int i = 0; i < 4; ++i) {  // both first-span replicas would be in turn: only a2 reaches b
+    auto route = r.Route(30, now);
+    ASSERT_TRUE(route.ok());
+    EXPECT_EQ((*route)[0].node_id, "a2");
+  }
+  r.SetUnreachable("a2", {{"b", "handshake with node 'b' failed 3 times"}});
+  auto none = r.Route(30, now);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("shard 'a' (layers 0-10) cannot reach 'b': node 'b' refused"),
+            std::string::npos)
+      << none.status().message();
+  r.SetUnreachable("a", {});
+  EXPECT_TRUE(r.Routable(30, now));
 }
 
 }  // namespace
