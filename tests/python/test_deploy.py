@@ -10,14 +10,20 @@ CURVE job endpoint and the HTTP API, as a compose user would from outside.
 
 Also: `troupe config check` on the configs as each service sees them (with
 --files: the keys the init step made, the model) passes.
+
+With TROUPE_DEPLOY_IMAGE set to an image deploy/build-image.sh built (about
+50 minutes, so not by default), the same test runs every service in that
+image instead (`buildah run --isolation chroot`, the container paths bind-
+mounted from the same folders, environments unrewritten): the real
+containers of compose.yaml, on namespaces in place of compose's network.
 """
 import json
 import os
 import pathlib
 import re
 import shutil
+import subprocess
 import time
-import urllib.request
 
 import pytest
 import yaml
@@ -77,7 +83,44 @@ class Topology:
         svc = self.services[name]
         entry = svc.get("entrypoint") or ["troupe"]  # the image's ENTRYPOINT
         command = svc.get("command") or []
-        return [self.host_path(str(a)) for a in [*entry, *command]]
+        return self.exec(name, [*entry, *command])
+
+    def exec(self, name, argv):
+        """`argv` (container paths) run as service `name` would run it."""
+        return [self.host_path(str(a)) for a in argv]
+
+    def close(self):
+        pass
+
+
+class ImageTopology(Topology):
+    """The same services in the image itself: one buildah container each."""
+
+    def __init__(self, root, image):
+        super().__init__(root)
+        self.image = image
+        self.containers = []
+        os.chown(self.root / "keys", 10001, 10001)  # the image's user troupe writes the keys volume
+
+    def env(self, name):
+        return {**os.environ}  # buildah's own; the service's goes into the container (argv)
+
+    def exec(self, name, argv):
+        svc = self.services[name]
+        ctr = subprocess.run(["buildah", "from", "--pull-never", self.image], capture_output=True, text=True,
+                             check=True).stdout.strip()
+        self.containers.append(ctr)
+        volumes = []
+        for v in svc.get("volumes", []):
+            src, dst = v.split(":")[:2]
+            host = (COMPOSE.parent / src).resolve() if src.startswith(".") else self.root / src
+            volumes += ["-v", f"{host}:{dst}"]
+        env = [f"--env={k}={v}" for k, v in (svc.get("environment") or {}).items()]
+        return ["buildah", "run", "--isolation", "chroot", *volumes, *env, ctr, "--", *map(str, argv)]
+
+    def close(self):
+        for ctr in self.containers:
+            subprocess.run(["buildah", "rm", ctr], capture_output=True)
 
 
 @pytest.fixture
@@ -100,8 +143,22 @@ def _wait(what, check, timeout):
         time.sleep(0.5)
 
 
-def test_the_compose_topology_as_processes_answers_a_prompt(network, tmp_path):
-    t = Topology(tmp_path)
+@pytest.fixture(params=["processes", "image"])
+def topology(request, tmp_path):
+    if request.param == "processes":
+        t = Topology(tmp_path)
+    else:
+        image = os.environ.get("TROUPE_DEPLOY_IMAGE")
+        if not image:
+            pytest.skip("set TROUPE_DEPLOY_IMAGE to an image deploy/build-image.sh built (e.g. localhost/troupe:dev)")
+        assert shutil.which("buildah"), "TROUPE_DEPLOY_IMAGE is set but buildah is missing (apt-get install buildah)"
+        t = ImageTopology(tmp_path, image)
+    yield t
+    t.close()
+
+
+def test_the_compose_topology_answers_a_prompt(network, topology, tmp_path):
+    t = topology
     assert set(t.services) == {"keys", "head", "shard-0", "shard-1", "shard-2"}
     # The init step, to completion (depends_on: service_completed_successfully).
     init = network.run("head", t.argv("keys"), env=t.env("keys"), timeout=120)
@@ -111,8 +168,9 @@ def test_the_compose_topology_as_processes_answers_a_prompt(network, tmp_path):
         "head.pub", "shard-0.pub", "shard-1.pub", "shard-2.pub"]
     # Each node's config as that node sees it: no problem, files included.
     for name in ("head", "shard-0", "shard-1", "shard-2"):
-        config = next(a for a in t.argv(name) if a.endswith(".yaml"))
-        p = network.run(name, ["troupe", "config", "check", "--files", config], env=t.env(name), timeout=60)
+        config = next(str(a) for a in t.services[name]["command"] if str(a).endswith(".yaml"))
+        p = network.run(name, t.exec(name, ["troupe", "config", "check", "--files", config]), env=t.env(name),
+                        timeout=60)
         assert p.returncode == 0, f"{name}: {p.stdout}{p.stderr}"
     logs = {}
     for name in ("head", "shard-0", "shard-1", "shard-2"):
@@ -126,18 +184,20 @@ def test_the_compose_topology_as_processes_answers_a_prompt(network, tmp_path):
     def all_logs():
         return "\n".join(f"--- {n}\n{log(n)}" for n in logs)
 
-    client = ["--endpoint", "tcp://head:5600", "--server-key", keys / "head" / "node.pub",
-              "--client-key", keys / "client" / "node.key"]
+    # A client as `docker compose run head troupe ...` would be, on a host of its own.
+    client = ["--endpoint", "tcp://head:5600", "--server-key", "/var/lib/troupe/keys/head/node.pub",
+              "--client-key", "/var/lib/troupe/keys/client/node.key"]
 
     def routed():
-        p = network.run("client", ["troupe", "status", *client, "--json"], env=t.env("head"), timeout=60)
+        p = network.run("client", t.exec("head", ["troupe", "status", *client, "--json"]), env=t.env("head"),
+                        timeout=60)
         return p.returncode == 0 and json.loads(p.stdout)["nodes"]["head"].get("route_ready") == 1
 
-    _wait("the three shards to join the head", routed, 120)
+    _wait("the three shards to join the head", routed, 180)
     assert "shard 'shard-2' joined: layers 20-30 at tcp://shard-2:5601" in log("head"), all_logs()
     prompt = "What is the capital of France?"
-    p = network.run("client", ["troupe", "submit", *client, "--prompt", prompt, "--chat", "--max-tokens", "16",
-                               "--json"], env=t.env("head"), timeout=120)
+    p = network.run("client", t.exec("head", ["troupe", "submit", *client, "--prompt", prompt, "--chat",
+                                              "--max-tokens", "16", "--json"]), env=t.env("head"), timeout=120)
     assert p.returncode == 0, p.stderr + all_logs()
     assert tokens(json_lines(p.stdout)) == tokens(generate(prompt, "--chat", "--max-tokens", "16"))
     # The HTTP API on head:8000 with the key the init step wrote.
@@ -148,7 +208,7 @@ def test_the_compose_topology_as_processes_answers_a_prompt(network, tmp_path):
               "'http://head:8000/v1/chat/completions', data=sys.argv[1].encode(), headers={"
               "'Authorization': 'Bearer ' + sys.argv[2], 'Content-Type': 'application/json'}), timeout=60); "
               "print(r.read().decode())")
-    h = network.run("client", [shutil.which("python3"), "-c", script, body, api_key], env=t.env("head"), timeout=90)
+    h = network.run("client", [shutil.which("python3"), "-c", script, body, api_key], timeout=90)
     assert h.returncode == 0, h.stderr + all_logs()
     answer = json.loads(h.stdout)
     assert answer["choices"][0]["message"]["content"], answer
