@@ -7,6 +7,8 @@ both directions, in order (a delay line, not a throttle: throughput is kept).
     relay = DelayRelay(target_port, delay_ms=50)   # relay.port is where to dial
     ...
     relay.close()
+
+or as a process of its own in a network namespace (see the end of this file).
 """
 import socket
 import threading
@@ -15,12 +17,12 @@ from collections import deque
 
 
 class DelayRelay:
-    def __init__(self, target_port, delay_ms, target_host="127.0.0.1"):
+    def __init__(self, target_port, delay_ms, target_host="127.0.0.1", listen_host="127.0.0.1"):
         self.target = (target_host, target_port)
         self.delay = delay_ms / 1000.0
         self.server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.server.bind(("127.0.0.1", 0))
+        self.server.bind((listen_host, 0))
         self.server.listen(16)
         self.port = self.server.getsockname()[1]
         self.closed = False
@@ -91,3 +93,15 @@ class DelayRelay:
                 s.close()
             except OSError:
                 pass
+
+
+if __name__ == "__main__":
+    # As a process of its own (in a test's network namespace):
+    #   python delay_relay.py LISTEN_HOST TARGET_HOST TARGET_PORT DELAY_MS
+    # prints the port it listens on, then relays until killed.
+    import sys
+
+    listen_host, target_host, target_port, delay_ms = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+    relay = DelayRelay(target_port, delay_ms=delay_ms, target_host=target_host, listen_host=listen_host)
+    print(relay.port, flush=True)
+    threading.Event().wait()
