@@ -8,7 +8,14 @@
 //
 // Outbound messages do not pass through here: actors hand them to the loop
 // through their own Outboxes (actors/sender.h). The bridge's own replies
-// (rejections) go through a transport::Outbound owned by the loop thread.
+// (rejections, heartbeats, pongs) go through a transport::Outbound owned by
+// the loop thread; none of them ever blocks it, and a failed one is counted
+// (send_errors_total) and logged at most once a second.
+//
+// Connection events feed the node's Links (one link per node, trouble:
+// transport/links.h); a head's scheduler hears NodeTrouble when a link falls
+// into trouble or leaves it, and NodeDown only when a link that was up goes
+// down. Heartbeats (and pongs, in node_context.cpp) carry the links in trouble.
 //
 // Thread-safety: the callbacks run on the loop thread only. The Bridge must
 // outlive the PollLoop that calls it (Node stops the loop first).

@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -39,31 +40,36 @@ void Read(const YAML::Node& node, const char* key, T* out, const std::string& wh
 }
 
 // `${NAME}` and `${NAME:-default}` in a scalar, from the environment (as
-// compose and systemd spell them; `$$` is a literal `$`). An unset NAME
-// without a default is a problem naming `where`.
+// compose and systemd spell them), NAME a C identifier; `$${` is a literal
+// `${`; any other `$` is itself. An unset NAME without a default is a
+// problem naming `where`.
+bool IsIdentifier(const std::string& name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  for (char ch : name) {
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_') return false;
+  }
+  return true;
+}
+
 std::string Expand(const std::string& text, const std::string& where, Problems* problems) {
   std::string out;
   for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '$' || i + 1 >= text.size()) {
-      out += text[i];
+    if (text.compare(i, 3, "$${") == 0) {
+      out += "${";
+      i += 2;
       continue;
     }
-    if (text[i + 1] == '$') {
-      out += '$';
-      ++i;
-      continue;
-    }
-    const size_t close = text.find('}', i);
-    if (text[i + 1] != '{' || close == std::string::npos) {
-      out += text[i];
-      continue;
-    }
-    std::string name = text.substr(i + 2, close - i - 2), fallback;
+    const size_t close = text.compare(i, 2, "${") == 0 ? text.find('}', i) : std::string::npos;
+    std::string name = close == std::string::npos ? "" : text.substr(i + 2, close - i - 2), fallback;
     bool has_default = false;
     if (const size_t dash = name.find(":-"); dash != std::string::npos) {
       fallback = name.substr(dash + 2);
       name = name.substr(0, dash);
       has_default = true;
+    }
+    if (!IsIdentifier(name)) {
+      out += text[i];
+      continue;
     }
     const char* value = std::getenv(name.c_str());
     if (value && *value) {
@@ -83,7 +89,9 @@ std::string Expand(const std::string& text, const std::string& where, Problems* 
 void ExpandAll(YAML::Node node, const std::string& where, Problems* problems) {
   if (node.IsScalar()) {
     const std::string text = node.Scalar();
-    if (text.find('$') != std::string::npos) node = Expand(text, where, problems);
+    // A Z85 key may hold "${" (its alphabet has both): keys are never expanded.
+    const bool key = transport::ValidateZ85Key(text, "key").ok();
+    if (!key && text.find("${") != std::string::npos) node = Expand(text, where, problems);
   } else if (node.IsMap()) {
     for (auto kv : node) ExpandAll(kv.second, where + ": " + kv.first.as<std::string>(), problems);
   } else if (node.IsSequence()) {
@@ -581,7 +589,13 @@ std::string NodeConfigToYaml(const NodeConfig& c) {
   if (!c.ready_file.empty()) out << YAML::Key << "ready_file" << YAML::Value << c.ready_file;
   if (c.parent_pid > 0) out << YAML::Key << "parent_pid" << YAML::Value << c.parent_pid;
   out << YAML::EndMap;
-  return std::string(out.c_str()) + "\n";
+  // Values are literal: a "${" in one (a path, an API key, a Z85 key) is
+  // written "$${", which reads back as "${".
+  std::string text = out.c_str();
+  for (size_t at = text.find("${"); at != std::string::npos; at = text.find("${", at + 3)) {
+    text.insert(at, "$");
+  }
+  return text + "\n";
 }
 
 }  // namespace troupe::cluster

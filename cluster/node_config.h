@@ -78,8 +78,9 @@
 //   parent_pid: 1234                # exit when the parent process goes away
 //
 // Values may name environment variables, as compose and systemd do:
-// `${NAME}`, or `${NAME:-default}` when NAME is unset or empty (`$$` is a
-// `$`); an unset NAME without a default is an error naming it. So one file
+// `${NAME}`, or `${NAME:-default}` when NAME is unset or empty (NAME a C
+// identifier; `$${` is a literal `${`; a value that is a Z85 key is never
+// expanded); an unset NAME without a default is an error naming it. So one file
 // serves every replica (`advertise: tcp://${POD_IP}:5601`) and every machine
 // (`model: ${TROUPE_MODEL:-/models/m.gguf}`).
 //

@@ -135,9 +135,12 @@ class Outbox {
   LinkId link() const { return link_; }
 
   // Hands `frames` to the loop for `peer` (the routing id, for a listener
-  // link; empty for a connection). Does not wait. OK (frames consumed);
+  // link; empty for a connection). Never waits (every frame goes with
+  // ZMQ_DONTWAIT, the PUSH has ZMQ_SNDTIMEO 0), on any thread, the loop's
+  // own included. OK (frames consumed);
   // would-block (kUnavailable) when the link is backed up — retry later;
-  // NotFound when the link was removed; InvalidArgument for an empty message.
+  // NotFound when the link was removed; InvalidArgument for an empty message;
+  // IoError when the link closed between two frames (that message is lost).
   // Send errors found later by the loop go to on_send_error.
   Status Send(const std::string& peer, Frames& frames);
 

@@ -270,13 +270,29 @@ TEST(NodeConfigTest, ExpandsEnvironmentVariables) {
   auto c = ParseNodeConfig(
       "id: ${TROUPE_TEST_UNSET:-shard-9}\nroles: [shard]\nlayers: [0, 2]\nmodel: ${TROUPE_TEST_UNSET:-/m/x.gguf}\n"
       "endpoints: {listen: \"tcp://0.0.0.0:5601\", advertise: \"tcp://${TROUPE_TEST_HOST}:5601\"}\n"
-      "head: head\npeers: [{id: head, endpoint: \"tcp://h:1\"}]\nready_file: run/$$HOME.json\n",
+      "head: head\npeers: [{id: head, endpoint: \"tcp://h:1\"}]\nready_file: run/$${HOME}-$$.json\n",
       "/base", "env.yaml");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->id, "shard-9");
   EXPECT_EQ(c->model, "/m/x.gguf");
   EXPECT_EQ(c->advertise, "tcp://10.1.2.3:5601");
-  EXPECT_EQ(c->ready_file, "/base/run/$HOME.json");
+  EXPECT_EQ(c->ready_file, "/base/run/${HOME}-$$.json");
+  // Z85 keys hold "$" and "{": never expanded, and written so they read back.
+  const std::string key = "ab${cd}fghijklmnopqrstuvwxyz0123456789AB";
+  ASSERT_EQ(key.size(), 40u);
+  auto with_key = ParseNodeConfig(
+      "id: a\nroles: [shard]\nlayers: [0, 2]\nmodel: m\nhead: h\n"
+      "peers: [{id: h, endpoint: \"tcp://h:1\", public_key: \"" +
+          key + "\"}]\n",
+      "/base", "key.yaml");
+  ASSERT_TRUE(with_key.ok()) << with_key.status().ToString();
+  EXPECT_EQ(with_key->peers[0].public_key, key);
+  c->model = "/m/${not-a-var}/x.gguf";
+  c->peers[0].public_key = key;
+  auto again = ParseNodeConfig(NodeConfigToYaml(*c), "/base", "round trip");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->model, "/m/${not-a-var}/x.gguf");
+  EXPECT_EQ(again->peers[0].public_key, key);
   auto unset = ParseNodeConfig("id: a\nroles: [head]\nmodel: ${TROUPE_TEST_UNSET}\n", "", "env.yaml");
   ASSERT_FALSE(unset.ok());
   EXPECT_NE(unset.status().message().find("env.yaml: model: ${TROUPE_TEST_UNSET} is not set"), std::string::npos)
