@@ -100,6 +100,7 @@ void Bridge::Heartbeat() {
   last_batches_ = batches;
   hb->set_step_ms(step_ms_);
   hb->set_sessions(static_cast<uint32_t>(ctx_->counters.sessions_open.load()));
+  hb->set_draining(ctx_->draining);
   for (const transport::LinkTrouble& t : ctx_->links->Troubles()) {
     v1::LinkTrouble* out = hb->add_link_troubles();
     out->set_node_id(t.node_id);

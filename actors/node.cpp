@@ -14,6 +14,7 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include "actors/bridge.h"
@@ -67,6 +68,14 @@ Node::Node(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Node::~Node() { Stop(); }
 
 const std::string& Node::id() const { return impl_->ctx->node_id; }
+bool Node::Draining() const { return impl_->ctx->draining; }
+uint64_t Node::LiveSessions() const { return impl_->ctx->counters.sessions_open; }
+double Node::DrainTimeout() const { return impl_->ctx->drain_timeout_seconds; }
+void Node::BeginDrain() {
+  // The shard actor drops its parked caches when the head's Drain closes them;
+  // the heartbeat (within a second) tells the head, which moves the rest.
+  impl_->ctx->draining = true;
+}
 const std::string& Node::node_endpoint() const { return impl_->ctx->node_endpoint; }
 const std::string& Node::job_endpoint() const { return impl_->ctx->job_endpoint; }
 int Node::http_port() const { return impl_->http ? impl_->http->port() : 0; }
@@ -422,6 +431,10 @@ int RunNode(const cluster::NodeConfig& given) {
             << ((*node)->http_port() > 0 ? ", HTTP API on port " + std::to_string((*node)->http_port()) : "")
             << (config.curve ? " (CURVE)" : " (plain)") << std::endl;
   if (config.head) std::cerr << "troupe node " << config.id << ": " << (*node)->DescribeAccess() << std::endl;
+  const bool drains = config.shard && !config.head;
+  std::optional<std::chrono::steady_clock::time_point> drain_since;
+  uint64_t said = std::numeric_limits<uint64_t>::max();
+  auto say = [&](const std::string& text) { std::cerr << "troupe node " << config.id << ": " << text << std::endl; };
   while (true) {
     const int signal = stop.WaitSignal(200);
     if (signal == SIGHUP) {  // re-read the key files; a bad file keeps the keys in force
@@ -432,8 +445,36 @@ int RunNode(const cluster::NodeConfig& given) {
                 << std::endl;
       continue;
     }
+    if (signal == SIGTERM && drains && !(*node)->Draining()) {
+      (*node)->BeginDrain();
+      say("SIGTERM: draining — no new session; the head moves the running ones to replicas or lets them finish "
+          "(SIGINT or a second SIGTERM leaves at once)");
+      continue;
+    }
     if (signal != 0) break;
     if (parent_gone()) break;
+    if (!drains || !(*node)->Draining()) continue;
+    const auto now = std::chrono::steady_clock::now();
+    if (!drain_since) drain_since = now;
+    const double limit_s = (*node)->DrainTimeout() > 0 ? (*node)->DrainTimeout() : config.drain_timeout_seconds;
+    const auto drain_limit = std::chrono::duration<double>(limit_s);
+    const uint64_t live = (*node)->LiveSessions();
+    // A second at least: the head hears of the drain (heartbeats) before the link goes.
+    if (live == 0 && now - *drain_since > std::chrono::milliseconds(1500)) {
+      say("drained: no session left; leaving");
+      break;
+    }
+    if (now - *drain_since > drain_limit) {
+      say("drain timeout: " + std::to_string(live) + " session(s) still running after " +
+          std::to_string(static_cast<int>(limit_s)) +
+          " s; leaving (the head moves them to a replica or fails them naming this node)");
+      break;
+    }
+    if (live > 0 && live != said) {
+      say("draining: " + std::to_string(live) + " session(s) still running (waiting up to " +
+          std::to_string(static_cast<int>(limit_s)) + " s)");
+      said = live;
+    }
   }
   // A node that cannot stop within 10 s must not linger.
   std::thread([] {

@@ -50,7 +50,15 @@ class Node {
   // stay and the Status says why; Unsupported when no keys are configured.
   // Any thread.
   Status ReloadKeys();
-  std::string DescribeKeys() const;  // "3 key(s) (1 admin) from ..."
+  std::string DescribeKeys() const;  // "3 key(s) (1 admin) from ...";
+
+  // Drain (a shard): Draining() once SIGTERM (BeginDrain) or the head's
+  // NodeDrain asked it to leave; LiveSessions() running sessions (parked
+  // caches excepted). Any thread.
+  bool Draining() const;
+  void BeginDrain();
+  uint64_t LiveSessions() const;
+  double DrainTimeout() const;  // the head's bound for this drain, 0 for none
 
   struct Impl;
 
@@ -65,8 +73,11 @@ Status WriteReadyFile(const cluster::NodeConfig& config, const Node& node);
 
 // `troupe node`: starts the node, writes its ready file, serves until
 // SIGINT/SIGTERM or until its parent (config.parent_pid) goes away, then
-// stops. SIGHUP re-reads the HTTP API key files (logged either way). Returns the process exit code; errors are printed
-// to stderr.
+// stops. A shard drains first on SIGTERM (or when the head asks): it takes
+// no new session, the head moves its running ones to replicas or lets them
+// finish, and it leaves once none is left or after drain_timeout_seconds (a
+// second SIGTERM, or SIGINT, leaves at once). SIGHUP re-reads the HTTP API key files (logged either way). Returns the
+// process exit code; errors are printed to stderr.
 int RunNode(const cluster::NodeConfig& config);
 
 }  // namespace troupe::actors

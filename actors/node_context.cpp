@@ -31,6 +31,7 @@ v1::MetricsSnapshot NodeMetrics(const NodeContext& ctx) {
   g["cache_bytes_parked"] = static_cast<double>(c.cache_bytes_parked.load());
   g["cache_budget_bytes"] = ctx.config.shard ? static_cast<double>(ctx.config.cache_budget_bytes) : 0.0;
   g["sessions_open"] = static_cast<double>(c.sessions_open.load());
+  if (ctx.config.shard) g["draining"] = ctx.draining ? 1.0 : 0.0;
   g["kept_sessions"] = static_cast<double>(c.kept_sessions.load());
   if (ctx.config.head) g["jobs_live"] = static_cast<double>(c.jobs_live.load());
   auto& n = *m.mutable_counters();
@@ -77,13 +78,13 @@ std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& f
   const auto body = env.body_case();
   if (job_link) {
     const bool job_body = body == v1::Envelope::kJobSubmit || body == v1::Envelope::kJobCancel ||
-                          body == v1::Envelope::kJobStatusQuery || body == v1::Envelope::kJobAttach ||
-                          body == v1::Envelope::kMetricsQuery || body == v1::Envelope::kKeptSessionClose ||
-                          body == v1::Envelope::kKeptSessionQuery;
+                          body == v1::Envelope::kNodeDrain || body == v1::Envelope::kJobStatusQuery ||
+                          body == v1::Envelope::kJobAttach || body == v1::Envelope::kMetricsQuery ||
+                          body == v1::Envelope::kKeptSessionClose || body == v1::Envelope::kKeptSessionQuery;
     if (!job_body || !ctx.scheduler) {
       return Refuse(ctx, v1::BAD_REQUEST,
                     std::string("the job endpoint takes job_submit, job_cancel, job_status_query, job_attach, "
-                                "kept_session_close, kept_session_query and metrics queries, not ") +
+                                "kept_session_close, kept_session_query, node_drain and metrics queries, not ") +
                         BodyName(env),
                     env);
     }
@@ -124,6 +125,7 @@ std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& f
       what = "shard";
       break;
     case v1::Envelope::kMetricsQuery:  // from the head: this node's metrics
+    case v1::Envelope::kNodeDrain:     // from the head: leave once the sessions are gone
       target = ctx.shard;
       what = "shard";
       break;

@@ -118,6 +118,10 @@ struct NodeContext {
   DecodeLimits limits;
   RejectCounters rejects;
   Refusals refusals;  // handshakes and announces refused (actors/refusals.h)
+  // Leaving: set by SIGTERM on a shard (RunNode) or the head's NodeDrain
+  // (the shard actor); heartbeats and announces say so, SessionOpen is refused.
+  std::atomic<bool> draining{false};
+  std::atomic<double> drain_timeout_seconds{0};  // the head's NodeDrain's bound; 0 = the config's
   NodeCounters counters;
   StepBytes step_bytes;
 

@@ -123,6 +123,7 @@ class SchedulerActor : public StageActor {
     switch (env.body_case()) {
       case v1::Envelope::kJobSubmit: return Submit(from, env.request_id(), env.job_submit());
       case v1::Envelope::kJobCancel: return Cancel(from, env.request_id(), env.job_cancel().job_id());
+      case v1::Envelope::kNodeDrain: return DrainAsked(from, env.request_id(), env.node_drain());
       case v1::Envelope::kJobStatusQuery: return StatusQuery(from, env.request_id(), env.job_status_query().job_id());
       case v1::Envelope::kJobAttach: return Attach(from, env.request_id(), env.job_attach());
       case v1::Envelope::kKeptSessionClose:
@@ -141,7 +142,9 @@ class SchedulerActor : public StageActor {
         jobs_.registry().Touch(hb.node_id(), now);
         Heard(hb.node_id());
         Unreachable(hb.node_id(), hb.link_troubles());
-        return jobs_.registry().Report(hb.node_id(), hb.step_ms() > 0 ? hb.step_ms() : -1, hb.sessions());
+        jobs_.registry().Report(hb.node_id(), hb.step_ms() > 0 ? hb.step_ms() : -1, hb.sessions());
+        if (hb.draining()) Draining(hb.node_id());
+        return;
       }
       case v1::Envelope::kPong: {
         Unreachable(env.pong().node_id(), env.pong().link_troubles());
@@ -352,6 +355,48 @@ class SchedulerActor : public StageActor {
           endpoint);
       (void)ctx_->links->ConnectTo(a.node_id(), endpoint);  // dial early: the first job does not wait
     }
+    if (a.draining()) Draining(a.node_id());
+  }
+
+  // ------------------------------------------------------------ drain
+
+  // A client asks to drain a shard node: the life cycle moves what it can
+  // (Drain), the node is told to leave once its sessions are gone, and the
+  // client hears what happened.
+  void DrainAsked(const Origin& from, uint64_t request_id, const v1::NodeDrain& d) {
+    const sched::ShardEntry* e = jobs_.registry().Find(d.node_id());
+    if (d.node_id() == ctx_->node_id || !e) {
+      std::string known;
+      for (const sched::ShardEntry& n : jobs_.registry().Live(Clock::now())) {
+        if (n.node_id != ctx_->node_id) known += (known.empty() ? "" : ", ") + n.node_id;
+      }
+      const std::string text = d.node_id() == ctx_->node_id
+                                   ? "the head is not drained: stop it (its journal brings its jobs back)"
+                                   : "no shard node '" + d.node_id() + "' (known: " + known + ")";
+      return Execute(sched::Reply{from, ErrorEnvelope(v1::BAD_REQUEST, text, ctx_->node_id, 0, request_id)});
+    }
+    const std::string endpoint = e->endpoint;
+    sched::DrainCounts counts;
+    sched::Actions actions = jobs_.Drain(d.node_id(), Clock::now(), &counts);
+    const std::string text = sched::DrainText(d.node_id(), counts);
+    Execute(std::move(actions));
+    v1::Envelope tell = NewEnvelope();
+    *tell.mutable_node_drain() = d;
+    (void)sender_.ToNode(d.node_id(), endpoint, std::move(tell));  // its heartbeats say when it has it
+    v1::Envelope reply = NewEnvelope(request_id);
+    v1::NodeDrainStatus* s = reply.mutable_node_drain_status();
+    s->set_node_id(d.node_id());
+    s->set_moved(counts.moved);
+    s->set_staying(counts.staying);
+    s->set_text(text);
+    Execute(sched::Reply{from, std::move(reply)});
+  }
+
+  // A node says it is draining (its own SIGTERM, or our NodeDrain reached it).
+  void Draining(const std::string& node_id) {
+    const sched::ShardEntry* e = jobs_.registry().Find(node_id);
+    if (!e || e->draining) return;
+    Execute(jobs_.Drain(node_id, Clock::now(), nullptr));
   }
 
   // ------------------------------------------------------------ troubles

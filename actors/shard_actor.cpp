@@ -76,6 +76,9 @@ class ShardActor : public StageActor {
     v1::Envelope& env = m.envelope;
     switch (env.body_case()) {
       case v1::Envelope::kSessionOpen: return Open(m.from, env);
+      case v1::Envelope::kNodeDrain:
+        if (env.node_drain().timeout_seconds() > 0) ctx_->drain_timeout_seconds = env.node_drain().timeout_seconds();
+        return BeginDrain("the head asked");
       case v1::Envelope::kSessionClose:
         if (env.session_close().park()) return Park(env.session_close().session_id());
         return Close(env.session_close().session_id());
@@ -92,7 +95,7 @@ class ShardActor : public StageActor {
     const v1::SessionOpen& o = env.session_open();
     const uint64_t id = o.session_id();
     auto refuse = [&](v1::ErrorCode code, const std::string& text, bool retryable = false) {
-      if (code == v1::CACHE_FULL) ctx_->counters.cache_full_total++;
+      if (code == v1::CACHE_FULL && !ctx_->draining) ctx_->counters.cache_full_total++;
       v1::Envelope error = ErrorEnvelope(code, text, ctx_->node_id, id, env.request_id());
       error.mutable_error()->set_retryable(retryable);
       Sent(sender_.Reply(from, std::move(error)));
@@ -102,6 +105,10 @@ class ShardActor : public StageActor {
                                          ", the session wants " + o.model_fingerprint());
     }
     if (id == 0) return refuse(v1::BAD_REQUEST, "session id 0 is not a session");
+    if (ctx_->draining) {  // retryable CACHE_FULL: the head queues the job and routes it without this node
+      return refuse(v1::CACHE_FULL, "shard '" + ctx_->node_id + "' is draining: it takes no new session",
+                    /*retryable=*/true);
+    }
     DropOrphans(id >> 32);
     if (sessions_.count(id)) return refuse(v1::SESSION_EXISTS, "session " + std::to_string(id) + " is already open");
     const int64_t max_positions = decoder_->config().max_positions;
@@ -207,7 +214,28 @@ class ShardActor : public StageActor {
   }
 
   // The session ends, but its cache stays for others to copy from, until evicted.
+  // The node is leaving (the head's NodeDrain; RunNode sets the flag itself
+  // on SIGTERM): no new session, and parked caches go at once — only the
+  // running sessions keep it here.
+  void BeginDrain(const std::string& why) {
+    if (ctx_->config.head) return;  // a head is stopped, not drained
+    if (!ctx_->draining.exchange(true)) {
+      std::cerr << "troupe node " << ctx_->node_id << ": draining (" << why << "): " << ctx_->counters.sessions_open
+                << " running session(s) to move or finish" << std::endl;
+    }
+    std::vector<uint64_t> parked;
+    for (const auto& [id, s] : sessions_) {
+      if (s.parked) parked.push_back(id);
+    }
+    for (uint64_t id : parked) {
+      Fail(id, v1::CANCELLED, "shard '" + ctx_->node_id + "' is draining: parked cache dropped");
+      Close(id);
+    }
+    Announce();  // says draining at once
+  }
+
   void Park(uint64_t id) {
+    if (ctx_->draining) return Close(id);  // nothing stays for later jobs
     auto it = sessions_.find(id);
     if (it == sessions_.end() || it->second.parked) return;
     it->second.parked = true;
@@ -272,6 +300,7 @@ class ShardActor : public StageActor {
     a->set_public_key(ctx_->public_key);
     a->set_model_name(ctx_->model_name);
     if (ctx_->digests) a->set_layers_digest(ctx_->digests->Span(decoder_->begin_layer(), decoder_->end_layer()));
+    a->set_draining(ctx_->draining);
     (void)sender_.ToNode(head, peer->endpoint, std::move(env));  // best effort; repeated every tick
     ScheduleRetry();
   }

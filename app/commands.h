@@ -25,6 +25,7 @@ void RegisterSession(CLI::App& app);
 void RegisterJob(CLI::App& app);
 void RegisterBridge(CLI::App& app);
 void RegisterDevices(CLI::App& app);
+void RegisterAdmin(CLI::App& app);
 void RegisterConfig(CLI::App& app);
 
 int ExitCode();

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   troupe::app::RegisterJob(app);
   troupe::app::RegisterBridge(app);
   troupe::app::RegisterDevices(app);
+  troupe::app::RegisterAdmin(app);
   troupe::app::RegisterConfig(app);
   try {
     app.parse(argc, argv);

@@ -160,6 +160,15 @@ Result<v1::Finish> JobClient::Attach(uint64_t job_id, uint32_t from_index,
   return ToTheEnd(on_token, on_queued);
 }
 
+Result<v1::NodeDrainStatus> JobClient::DrainNode(const std::string& node_id, double timeout_seconds) {
+  v1::Envelope env = NewEnvelope();
+  env.mutable_node_drain()->set_node_id(node_id);
+  env.mutable_node_drain()->set_timeout_seconds(timeout_seconds);
+  TROUPE_ASSIGN_OR_RETURN(v1::Envelope answer, impl_->Ask(std::move(env)));
+  if (!answer.has_node_drain_status()) return Status::Corrupt("unexpected answer to a node drain");
+  return answer.node_drain_status();
+}
+
 Result<v1::JobStatus> JobClient::JobStatusOf(uint64_t job_id) {
   v1::Envelope env = NewEnvelope();
   env.mutable_job_status_query()->set_job_id(job_id);

@@ -69,6 +69,11 @@ class JobClient {
   // Cancels job `job_id` (any client's) and returns its JobStatus after: JOB_ABORTED, or how it
   // had ended already. UNKNOWN_JOB as above.
   Result<v1::JobStatus> CancelJob(uint64_t job_id);
+  // Drains shard node `node_id` (NodeDrain): no new session goes to it, its
+  // running jobs move to other nodes or finish there, then it leaves, within
+  // `timeout_seconds` (0: the node's own drain_timeout_seconds). BAD_REQUEST
+  // for the head or a node the head does not know.
+  Result<v1::NodeDrainStatus> DrainNode(const std::string& node_id, double timeout_seconds = 0);
 
   // The same job step by step (the HTTP front end, which must know whether a
   // job was accepted before it answers, and must stop a job whose client

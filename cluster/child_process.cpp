@@ -71,7 +71,7 @@ void StopChildren(const std::vector<pid_t>& pids, int grace_ms) {
   std::vector<pid_t> running;
   for (pid_t pid : pids) {
     if (pid > 0 && ChildRunning(pid)) {
-      ::kill(pid, SIGTERM);
+      ::kill(pid, SIGINT);  // stop now (SIGTERM would make a shard drain first)
       running.push_back(pid);
     }
   }

@@ -145,6 +145,7 @@ const std::set<std::string> kTopKeys = {"id",
                                         "cache_budget_mb",
                                         "cache_budget_bytes",
                                         "idle_timeout_seconds",
+                                        "drain_timeout_seconds",
                                         "step_timeout_seconds",
                                         "kept_session_ttl_seconds",
                                         "kept_session_max_length",
@@ -169,7 +170,8 @@ const std::set<std::string> kTopKeys = {"id",
 void ModelOptionProblems(const NodeConfig& c, const std::function<void(const std::string&)>& problem) {
   const bool cuda = c.device.rfind("cuda:", 0) == 0 && c.device.size() > 5 &&
                     c.device.find_first_not_of("0123456789", 5) == std::string::npos;
-  if (c.device != "cpu" && c.device != "cuda" && !cuda) problem("device: '" + c.device + "' is not cpu, cuda or cuda:N");
+  if (c.device != "cpu" && c.device != "cuda" && !cuda)
+    problem("device: '" + c.device + "' is not cpu, cuda or cuda:N");
   if (c.backend != "auto" && c.backend != "kernels" && c.backend != "torch")
     problem("backend: '" + c.backend + "' is not auto, kernels or torch");
   if (c.dtype != "auto" && c.dtype != "bf16" && c.dtype != "f16" && c.dtype != "f32")
@@ -271,6 +273,8 @@ std::vector<std::string> ParseNodeConfigProblems(const std::string& text, const 
   if (budget_mb >= 0) c.cache_budget_bytes = static_cast<uint64_t>(budget_mb * 1024 * 1024);
   Read(root, "cache_budget_bytes", &c.cache_budget_bytes, what, P);
   Read(root, "idle_timeout_seconds", &c.idle_timeout_seconds, what, P);
+  Read(root, "drain_timeout_seconds", &c.drain_timeout_seconds, what, P);
+  if (c.drain_timeout_seconds < 0) problem("drain_timeout_seconds: must be >= 0");
   Read(root, "step_timeout_seconds", &c.step_timeout_seconds, what, P);
   Read(root, "kept_session_ttl_seconds", &c.kept_session_ttl_seconds, what, P);
   Read(root, "kept_session_max_length", &c.kept_session_max_length, what, P);
@@ -535,6 +539,7 @@ std::string NodeConfigToYaml(const NodeConfig& c) {
   out << YAML::Key << "threads" << YAML::Value << c.threads;
   out << YAML::Key << "cache_budget_bytes" << YAML::Value << c.cache_budget_bytes;
   out << YAML::Key << "idle_timeout_seconds" << YAML::Value << c.idle_timeout_seconds;
+  out << YAML::Key << "drain_timeout_seconds" << YAML::Value << c.drain_timeout_seconds;
   out << YAML::Key << "step_timeout_seconds" << YAML::Value << c.step_timeout_seconds;
   if (c.head) {
     out << YAML::Key << "kept_session_ttl_seconds" << YAML::Value << c.kept_session_ttl_seconds;

@@ -19,6 +19,8 @@
 //   threads: 2                      # compute threads of this process; 0 = all cores
 //   cache_budget_mb: 512            # shard: KV cache memory for all sessions
 //   idle_timeout_seconds: 600       # shard: close sessions without steps for this long
+//   drain_timeout_seconds: 120      # shard: on SIGTERM (or the head's drain) wait at most this
+//                                   # long for its running sessions to move or finish
 //   max_batch_sessions: 0           # sessions per shard / LM head batch; 0 = no limit
 //   step_timeout_seconds: 120       # head: fail a session that makes no progress
 //   kept_session_ttl_seconds: 300   # head: an idle kept session expires after this long
@@ -124,6 +126,7 @@ struct NodeConfig {
   int threads = 0;
   uint64_t cache_budget_bytes = uint64_t{512} << 20;
   double idle_timeout_seconds = 600;
+  double drain_timeout_seconds = 120;  // shard: how long a drain waits for running sessions
   int max_batch_sessions = 0;
   double step_timeout_seconds = 120;
   double kept_session_ttl_seconds = 300;

@@ -553,6 +553,39 @@ void HttpServer::AdminRoutes() {
   };
   server_->Get(R"(/admin/jobs/(\d+))", job_route(false));
   server_->Post(R"(/admin/jobs/(\d+)/cancel)", job_route(true));
+  // Drain a shard node: no new session goes to it, its running jobs move to
+  // replicas (the same tokens) or finish there, then it leaves. Optional
+  // body {"timeout_seconds": N} bounds the wait (default: the node's own).
+  server_->Post(R"(/admin/nodes/([^/]+)/drain)", [this](const httplib::Request& req, httplib::Response& res) {
+    std::optional<ApiKey> key;
+    if (auto e = Authorize(req, &key)) return SendError(res, *e);
+    double timeout = 0;
+    if (!req.body.empty()) {
+      json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+      const bool ok = body.is_object() && (!body.contains("timeout_seconds") ||
+                                           (body["timeout_seconds"].is_number() && body["timeout_seconds"] >= 0));
+      if (!ok) {
+        ApiError e;
+        e.status = 400;
+        e.code = "invalid_request";
+        e.message = "the body must be a JSON object with an optional \"timeout_seconds\" >= 0";
+        return SendError(res, e);
+      }
+      timeout = body.value("timeout_seconds", 0.0);
+    }
+    auto backend = options_.connect();
+    if (!backend.ok()) return SendError(res, Unavailable(backend.status().ToString()));
+    const std::string node = req.matches[1].str();
+    auto drained = (*backend)->DrainNode(node, timeout);
+    if (!drained.ok()) return SendError(res, ErrorFromStatus(drained.status()));
+    std::cerr << "troupe http: node '" << node << "' drained by '" << (key ? key->name : "?")
+              << "': " << drained->text() << std::endl;
+    SendJson(res, 200,
+             json{{"node", drained->node_id()},
+                  {"moved", drained->moved()},
+                  {"staying", drained->staying()},
+                  {"text", drained->text()}});
+  });
 }
 
 }  // namespace troupe::http

@@ -88,6 +88,10 @@ class JobBackend {
   // the head reports them (UNKNOWN_JOB).
   virtual Result<v1::JobStatus> JobStatusOf(uint64_t job_id) = 0;
   virtual Result<v1::JobStatus> CancelJob(uint64_t job_id) = 0;
+  // Drains a shard node (the admin route; client::JobClient::DrainNode).
+  virtual Result<v1::NodeDrainStatus> DrainNode(const std::string& node_id, double timeout_seconds) {
+    return Status::Unsupported("this backend drains no nodes");
+  }
 };
 
 using BackendFactory = std::function<Result<std::unique_ptr<JobBackend>>()>;

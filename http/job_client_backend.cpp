@@ -12,6 +12,9 @@ class JobClientBackend : public JobBackend {
   Result<v1::MetricsSnapshot> Metrics() override { return client_->Metrics(); }
   Result<v1::JobStatus> JobStatusOf(uint64_t job_id) override { return client_->JobStatusOf(job_id); }
   Result<v1::JobStatus> CancelJob(uint64_t job_id) override { return client_->CancelJob(job_id); }
+  Result<v1::NodeDrainStatus> DrainNode(const std::string& node_id, double timeout_seconds) override {
+    return client_->DrainNode(node_id, timeout_seconds);
+  }
 
  private:
   std::unique_ptr<client::JobClient> client_;

@@ -570,8 +570,8 @@ Actions JobLifecycle::NodeTroubled(const std::string& node_id, const std::string
 
 void JobLifecycle::Down(const std::string& node, const std::string& how, Clock::time_point now, Actions& out) {
   const ShardEntry* entry = registry_.Find(node);
-  if (!entry || entry->fixed) return;
-  registry_.Remove(node);  // back when it announces itself again
+  if (!entry || (entry->fixed && !entry->draining)) return;  // a drained one leaves even from the config
+  registry_.Remove(node);                                    // back when it announces itself again
   RerouteThrough(node, how, now, out);
 }
 
@@ -608,7 +608,7 @@ void JobLifecycle::RerouteThrough(const std::string& node, const std::string& ho
 // sees no gap: the sampler replays the tokens so far and carries on. Without
 // another node for the dead one's layers, the job fails UNAVAILABLE.
 void JobLifecycle::Reroute(uint64_t sid, const std::string& dead, const std::string& how, Clock::time_point now,
-                           Actions& out) {
+                           Actions& out, bool alive) {
   auto it = jobs_.find(sid);
   if (it == jobs_.end()) return;
   const std::string lost = "node '" + dead + "' on the session's route " + how;
@@ -619,11 +619,59 @@ void JobLifecycle::Reroute(uint64_t sid, const std::string& dead, const std::str
         HeadError(v1::UNAVAILABLE, lost + " (" + std::to_string(config_.max_reroutes) + " route changes already)", sid),
         now, out);
   }
-  CloseOnShards(job, out, dead);
+  CloseOnShards(job, out, alive ? "" : dead);
   job.state = job.sampler_holds ? JobState::kRerouting : JobState::kOpening;
   job.reroutes++;
   out.push_back(Log{lost + "; job " + std::to_string(job.job_id) + " goes on over another route"});
   Dispatch(sid, v1::UNAVAILABLE, lost + " and no other node can take its place: ", now, out);
+}
+
+std::string DrainText(const std::string& node, const DrainCounts& c) {
+  return "node '" + node + "' is draining: " + std::to_string(c.moved) + " job(s) moved to other nodes, " +
+         std::to_string(c.staying) + " finishing on it" +
+         (c.staying > 0 ? " (no other node serves its layers now); it leaves when they are done" : "");
+}
+
+Actions JobLifecycle::Drain(const std::string& node, Clock::time_point now, DrainCounts* counts) {
+  Actions out;
+  DrainCounts c;
+  if (registry_.Find(node)) {
+    registry_.SetDraining(node);
+    std::vector<uint64_t> through;
+    for (const auto& [sid, job] : jobs_) {
+      if (job.state == JobState::kQueued) continue;  // holds nothing; its turn takes a route without it
+      for (const v1::RouteHop& hop : job.route) {
+        if (hop.node_id() == node) {
+          through.push_back(sid);
+          break;
+        }
+      }
+    }
+    const bool elsewhere = registry_.Routable(config_.n_layers, now);
+    for (uint64_t sid : through) {
+      if (!elsewhere) {
+        c.staying++;
+        continue;
+      }
+      c.moved++;
+      Reroute(sid, node, "is draining", now, out, /*alive=*/true);
+    }
+    for (const ParkedCache& parked : reusable_.TakeThrough(node)) {
+      if (!parked.live) CloseRoute(parked.session_id, parked.route, out);
+    }
+    for (auto& [name, s] : kept_.all()) {
+      if (s.running_job != 0 || !s.bound()) continue;
+      for (const v1::RouteHop& hop : s.route) {
+        if (hop.node_id() == node) {
+          UnbindKept(s, out);
+          break;
+        }
+      }
+    }
+    out.push_back(Log{DrainText(node, c)});
+  }
+  if (counts) *counts = c;
+  return out;
 }
 
 // -------------------------------------------------------------------- time

@@ -66,6 +66,13 @@
 //   the book journals it). A session reserves
 //   min(max_positions, prompt + max_tokens) cache positions.
 //
+// * Drain: a node leaving on purpose (Drain) takes no new session; each job
+//   through it goes on over a route without it as after a node loss — its
+//   session on the draining node is closed too, the sampler replays the
+//   tokens so far — when another route exists now, else finishes where it
+//   is; parked caches and idle kept sessions on it are closed. The node
+//   leaves (its link goes down) once its sessions are gone: then NodeDown.
+//
 // Kept sessions (kept_sessions.h): a job with `keep` opens a named session
 // like any job and, when it ends well, leaves its shard session open and its
 // tokens (prompt + answer) in the session's context instead of closing. A job
@@ -150,6 +157,14 @@ struct LifecycleConfig {
   std::chrono::milliseconds busy_retry = std::chrono::seconds(5);  // BUSY's retry hint
 };
 
+// What draining a node did to the jobs through it.
+struct DrainCounts {
+  uint32_t moved = 0;    // gone on over a route without it
+  uint32_t staying = 0;  // finishing on it: no other route serves their layers now
+};
+// "node 'shard-1' is draining: 2 job(s) moved to other nodes, 0 finishing on it".
+std::string DrainText(const std::string& node_id, const DrainCounts& counts);
+
 // What the head counts of prompts: tokens prefilled vs reused from a cache.
 struct PrefillCounts {
   uint64_t prefilled = 0;  // prompt tokens sent through the ring
@@ -215,6 +230,11 @@ class JobLifecycle {
   // lasts: SetTrouble / SetUnreachable first) and every job through it goes
   // on over another route, as for NodeDown, or fails UNAVAILABLE naming `how`.
   Actions NodeTroubled(const std::string& node_id, const std::string& how, Clock::time_point now);
+
+  // Node `node_id` is leaving (an operator's drain, or its own SIGTERM): see
+  // "Drain" above. `counts` (may be null) gets the jobs moved and staying.
+  // A node the registry does not know is left alone (counts zero).
+  Actions Drain(const std::string& node_id, Clock::time_point now, DrainCounts* counts);
 
   // Housekeeping, every tick: nodes silent past the registry's ttl go down;
   // JOB_QUEUED notices; open and queue timeouts; the oldest queued job's try.
@@ -293,8 +313,10 @@ class JobLifecycle {
   void NoticeQueued(Job& job, Clock::time_point now, Actions& out);
   void DispatchQueued(Clock::time_point now, Actions& out);
   void Dispatch(uint64_t session_id, v1::ErrorCode code, const std::string& why, Clock::time_point now, Actions& out);
-  void Reroute(uint64_t session_id, const std::string& dead, const std::string& how, Clock::time_point now,
-               Actions& out);
+  // `node` (gone, or alive but leaving: `alive`, whose session is closed too) on
+  // the session's route: the job goes on over another route.
+  void Reroute(uint64_t session_id, const std::string& node, const std::string& how, Clock::time_point now,
+               Actions& out, bool alive = false);
   void Down(const std::string& node_id, const std::string& how, Clock::time_point now, Actions& out);
   // Every job, parked cache and kept session through `node_id` leaves it.
   void RerouteThrough(const std::string& node_id, const std::string& how, Clock::time_point now, Actions& out);

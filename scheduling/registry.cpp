@@ -15,6 +15,7 @@ void Registry::Upsert(ShardEntry entry) {
     if (entry.sessions == 0) entry.sessions = it->second.sessions;
     if (entry.trouble.empty()) entry.trouble = it->second.trouble;
     if (entry.unreachable.empty()) entry.unreachable = it->second.unreachable;
+    entry.draining = entry.draining || it->second.draining;
   }
   nodes_[entry.node_id] = std::move(entry);
 }
@@ -31,6 +32,11 @@ void Registry::SetTrouble(const std::string& node_id, std::string text) {
   if (it != nodes_.end()) it->second.trouble = std::move(text);
 }
 
+void Registry::SetDraining(const std::string& node_id) {
+  auto it = nodes_.find(node_id);
+  if (it != nodes_.end()) it->second.draining = true;
+}
+
 void Registry::SetUnreachable(const std::string& node_id, std::map<std::string, std::string> nodes) {
   auto it = nodes_.find(node_id);
   if (it != nodes_.end()) it->second.unreachable = std::move(nodes);
@@ -43,6 +49,7 @@ std::string Registry::Troubles(std::chrono::steady_clock::time_point now) const 
     if (!Alive(e, now)) continue;
     const std::string span = " (layers " + std::to_string(e.layer_begin) + "-" + std::to_string(e.layer_end) + ")";
     if (!e.trouble.empty()) add("shard '" + id + "'" + span + " is unusable: " + e.trouble);
+    if (e.draining) add("shard '" + id + "'" + span + " is draining");
     for (const auto& [to, why] : e.unreachable) add("shard '" + id + "'" + span + " cannot reach '" + to + "': " + why);
   }
   return out;
@@ -76,7 +83,7 @@ std::vector<std::string> Registry::Expired(std::chrono::steady_clock::time_point
 }
 
 bool Registry::Alive(const ShardEntry& e, std::chrono::steady_clock::time_point now) const {
-  return e.fixed || now - e.last_seen <= ttl_;
+  return (e.fixed && !e.draining) || now - e.last_seen <= ttl_;
 }
 
 const ShardEntry* Registry::Find(const std::string& node_id) const {
@@ -95,7 +102,7 @@ std::vector<ShardEntry> Registry::Live(std::chrono::steady_clock::time_point now
 std::vector<uint32_t> Registry::Coverage(int64_t n_layers, std::chrono::steady_clock::time_point now) const {
   std::vector<uint32_t> counts(static_cast<size_t>(std::max<int64_t>(0, n_layers)), 0);
   for (const auto& [id, e] : nodes_) {
-    if (!Alive(e, now)) continue;
+    if (!Alive(e, now) || e.draining) continue;
     for (int64_t l = std::max<int64_t>(0, e.layer_begin); l < std::min(e.layer_end, n_layers); ++l) counts[l]++;
   }
   return counts;
@@ -108,7 +115,7 @@ Result<std::vector<const ShardEntry*>> Registry::Cheapest(int64_t n_layers,
   // when i's span ends where j's begins and i can reach j.
   std::vector<const ShardEntry*> live;
   for (const auto& [id, e] : nodes_) {
-    if (Alive(e, now) && e.trouble.empty() && e.layer_begin >= 0 && e.layer_begin < e.layer_end &&
+    if (Alive(e, now) && e.trouble.empty() && !e.draining && e.layer_begin >= 0 && e.layer_begin < e.layer_end &&
         e.layer_end <= n_layers) {
       live.push_back(&e);
     }

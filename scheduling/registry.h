@@ -21,6 +21,12 @@
 // is not in that node's allowlist...) is never part of a route. Without a
 // route, Route's error names these troubles, not only the missing layers.
 //
+// Draining: a node that is leaving on purpose (SetDraining: an operator's
+// drain, or its own announce saying so) takes no new session and is not
+// counted in coverage (so a joining node fills its place); a draining node
+// from the config expires like a learned one, so that once gone it leaves
+// the registry until it announces again.
+//
 // Plain data, no sockets or actors. Thread-safety: none (the scheduler
 // actor's own).
 #pragma once
@@ -52,6 +58,7 @@ struct ShardEntry {
   std::string public_key{};  // Z85, from its announce (curve mode; checked against the allowlist); may be empty
   std::string trouble{};     // why the head cannot use it now; empty = none
   std::map<std::string, std::string> unreachable{};  // nodes it cannot send to -> why (its heartbeats)
+  bool draining = false;                             // leaving: no new sessions (SetDraining)
 };
 
 // One shard span of a route.
@@ -80,6 +87,9 @@ class Registry {
   // The head cannot use the node (`text` says why), or — empty — can again.
   // Unknown nodes are ignored.
   void SetTrouble(const std::string& node_id, std::string text);
+  // The node is leaving: no new session goes to it. Kept until the node is
+  // removed (an announce does not clear it). Unknown nodes are ignored.
+  void SetDraining(const std::string& node_id);
   // What the node reports it cannot reach (node id -> why); replaces the last report.
   void SetUnreachable(const std::string& node_id, std::map<std::string, std::string> nodes);
   // A ping's round trip to the node (smoothed over the last few).

@@ -183,12 +183,25 @@ inline std::vector<v1::Envelope> SampleEnvelopes() {
     m->set_node_id("shard-1");
     m->set_step_ms(4.25);
     m->set_sessions(3);
+    m->set_draining(true);
     v1::LinkTrouble* t = m->add_link_troubles();
     t->set_node_id("shard-2");
     t->set_endpoint("tcp://10.0.0.7:5601");
     t->set_text("node 'shard-2' at tcp://10.0.0.7:5601 refused the CURVE key of 'shard-1'");
   }
   next().mutable_ping()->set_sent_micros(1234567890123);
+  {
+    v1::NodeDrain* m = next().mutable_node_drain();
+    m->set_node_id("shard-1");
+    m->set_timeout_seconds(30);
+  }
+  {
+    v1::NodeDrainStatus* m = next().mutable_node_drain_status();
+    m->set_node_id("shard-1");
+    m->set_moved(2);
+    m->set_staying(1);
+    m->set_text("node 'shard-1' is draining: 2 job(s) moved to other nodes, 1 finishing on it");
+  }
   {
     v1::Pong* m = next().mutable_pong();
     m->set_sent_micros(1234567890123);

@@ -287,6 +287,65 @@ TEST_F(JobLifecycleTest, ATroubledFixedNodeIsLeftForAReplicaAndWithoutOneNamed) 
   EXPECT_NE(refusal->text().find("failed 3 times"), std::string::npos) << refusal->text();
 }
 
+TEST_F(JobLifecycleTest, DrainMovesRunningJobsToAReplicaClosingTheirSessionOnTheDrainingNodeToo) {
+  Make(true, /*replica=*/true);
+  const uint64_t sid = Running(5);  // over a and b
+  DrainCounts counts;
+  Actions out = lc->Drain("b", t0 + seconds(1), &counts);
+  EXPECT_EQ(counts.moved, 1u);
+  EXPECT_EQ(counts.staying, 0u);
+  // Unlike a node loss, the leaving node is alive: its session is closed too.
+  EXPECT_EQ(NodeMessages(out),
+            (std::vector<std::string>{"close a 1001", "close b 1001", "open a 1002", "open b2 1002"}));
+  const std::vector<SessionMove> moves = All<SessionMove>(out);
+  ASSERT_EQ(moves.size(), 1u);
+  EXPECT_EQ(moves[0].old_id, sid);
+  EXPECT_EQ(moves[0].route[2].node_id(), "b2");
+  const std::vector<Log> logs = All<Log>(out);
+  ASSERT_FALSE(logs.empty());
+  EXPECT_NE(logs.back().text.find("node 'b' is draining: 1 job(s) moved to other nodes, 0 finishing on it"),
+            std::string::npos)
+      << logs.back().text;
+  // No new session goes to it, and it is out of the coverage a joiner reads.
+  EXPECT_TRUE(lc->registry().Find("b")->draining);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(lc->registry().Route(4, t0)->back().node_id, "b2");
+  EXPECT_EQ(lc->registry().Coverage(4, t0), (std::vector<uint32_t>{1, 1, 1, 1}));
+  // Once gone it leaves the registry, config node or not, until it announces again.
+  lc->NodeDown("b", "disconnected", t0 + seconds(2));
+  EXPECT_EQ(lc->registry().Find("b"), nullptr);
+}
+
+TEST_F(JobLifecycleTest, DrainWithoutAReplicaLetsRunningJobsFinishWhereTheyAre) {
+  Make(false);
+  Running(5);
+  DrainCounts counts;
+  Actions out = lc->Drain("b", t0, &counts);
+  EXPECT_EQ(counts.moved, 0u);
+  EXPECT_EQ(counts.staying, 1u);
+  EXPECT_EQ(Kinds(out), "Log");
+  EXPECT_NE(std::get<Log>(out[0]).text.find("(no other node serves its layers now); it leaves when they are done"),
+            std::string::npos);
+  EXPECT_EQ(lc->StateOf(5), JobState::kRunning);
+  // A new job has no route meanwhile, and the refusal says why.
+  std::optional<v1::Error> refusal = lc->Refusal(t0);
+  ASSERT_TRUE(refusal.has_value());
+  EXPECT_EQ(refusal->code(), v1::NO_ROUTE);
+  EXPECT_NE(refusal->text().find("shard 'b' (layers 2-4) is draining"), std::string::npos) << refusal->text();
+  // An unknown node: nothing happens.
+  EXPECT_TRUE(lc->Drain("stranger", t0, &counts).empty());
+  EXPECT_EQ(counts.moved + counts.staying, 0u);
+}
+
+TEST_F(JobLifecycleTest, ADrainingConfigNodeExpiresLikeALearnedOne) {
+  Make(true, /*replica=*/true);
+  lc->Drain("b", t0, nullptr);
+  lc->registry().Touch("a", t0 + seconds(11));
+  lc->registry().Touch("b2", t0 + seconds(11));
+  lc->Tick(t0 + seconds(12));  // b silent past the ttl: gone
+  EXPECT_EQ(lc->registry().Find("b"), nullptr);
+  EXPECT_NE(lc->registry().Find("b2"), nullptr);  // a fixed node that is not draining never expires
+}
+
 TEST_F(JobLifecycleTest, SilentNodesGoDownOnATick) {
   Make(false, /*replica=*/true);
   Running(5);
