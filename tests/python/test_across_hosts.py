@@ -10,6 +10,8 @@ as its address: every byte to and from it crosses the relay.
 * Routes prefer the fast link: a replica behind the slow link stays idle
   while the fast one serves its span; when the fast one dies mid-answer the
   answer goes on over the slow link, token for token the single process's.
+* A drain of the fast replica mid-answer moves the job over the slow link,
+  token for token, and the drained node leaves.
 
 Skips only where namespaces cannot be made, naming why.
 """
@@ -138,4 +140,27 @@ def test_routes_prefer_the_fast_link_and_failover_loses_nothing_across_hosts(hos
     got = json_lines("".join(lines) + out)
     assert tokens(got) == expected
     assert got[-1]["replays"] == 1
+    assert hosts.status()["slow"]["steps_total"] > 0
+
+
+def test_a_drain_across_hosts_moves_the_running_job_over_the_slow_link_token_for_token(hosts):
+    n = 48
+    prompt = "Describe a walk through an old forest."
+    expected = tokens(generate(prompt, "--max-tokens", str(n), "--min-tokens", str(n)))
+    wait_for("the fast replica to be measured", lambda: 0 < hosts.status().get("fast", {}).get("rtt_ms", 0) < 20,
+             timeout=90)
+    job = hosts.net.popen("head", [TROUPE_BIN, "submit", "--endpoint", hosts.head["job_endpoint"], "--prompt", prompt,
+                                   "--max-tokens", str(n), "--min-tokens", str(n), "--json"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = [job.stdout.readline() for _ in range(6)]
+    assert all(l.startswith("{") for l in lines), job.stderr.read()
+    p = hosts.troupe("admin", "drain", "--endpoint", hosts.head["job_endpoint"], "fast", "--json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["moved"] == 1
+    out, err = job.communicate(timeout=300)
+    assert job.returncode == 0, err + hosts.c.all_logs()
+    got = json_lines("".join(lines) + out)
+    assert tokens(got) == expected and got[-1]["replays"] == 1
+    wait_for("the drained node to leave", lambda: hosts.c.procs["fast"].poll() is not None, timeout=30)
+    assert "drained: no session left; leaving" in hosts.c.log("fast")
     assert hosts.status()["slow"]["steps_total"] > 0
