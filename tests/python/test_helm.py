@@ -155,3 +155,13 @@ def test_the_node_configs_pass_config_check_as_each_pod_sees_them(tmp_path):
             (k / "api_keys.txt").write_text("ops sk-0123456789abcdef role=admin\n")
         p = troupe("config", "check", "--files", etc / f"{role}.yaml", env={**os.environ, **env})
         assert p.returncode == 0, f"{node_id}: {p.stdout}{p.stderr}"
+
+
+def test_helm_lint_passes_and_missing_keys_are_named(tmp_path):
+    render(tmp_path)  # writes tmp_path/values.yaml with real keys
+    p = subprocess.run([helm_bin(), "lint", str(CHART), "-f", str(tmp_path / "values.yaml")], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0 and "0 chart(s) failed" in p.stdout, p.stdout + p.stderr
+    p = subprocess.run([helm_bin(), "template", "t1", str(CHART)], capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0 and "curve.head and curve.shard need publicKey and secretKey" in p.stderr, p.stderr
+
