@@ -79,7 +79,7 @@ void Bridge::OnEvent(transport::LinkId link, const transport::LinkEvent& event) 
 
 void Bridge::Heartbeat() {
   const cluster::NodeConfig& c = ctx_->config;
-  if (!c.shard || c.head_id.empty() || c.head_id == ctx_->node_id) return;
+  if (!(c.shard || c.StageNode()) || c.head_id.empty() || c.head_id == ctx_->node_id) return;
   const auto now = std::chrono::steady_clock::now();
   if (now < next_heartbeat_) return;
   next_heartbeat_ = now + std::chrono::seconds(1);
@@ -108,6 +108,26 @@ void Bridge::Heartbeat() {
     out->set_text(t.text);
   }
   Answer(Origin{*link, ""}, std::move(env));
+  if (c.StageNode() && !c.shard) Answer(Origin{*link, ""}, StageAnnounce());
+}
+
+// A stage node's announce (a shard's comes from its actor, with its layers):
+// the stages it runs, where, with which model and key.
+v1::Envelope Bridge::StageAnnounce() const {
+  const cluster::NodeConfig& c = ctx_->config;
+  v1::Envelope env = NewEnvelope();
+  v1::RegistryAnnounce* a = env.mutable_registry_announce();
+  a->set_node_id(ctx_->node_id);
+  v1::Endpoint* ep = a->add_endpoints();
+  ep->set_name("steps");
+  ep->set_address(ctx_->node_endpoint);
+  a->set_model_fingerprint(ctx_->fingerprint);
+  a->set_model_name(ctx_->model_name);
+  a->set_public_key(ctx_->public_key);
+  a->set_draining(ctx_->draining);
+  if (c.embedding) a->add_serves(v1::STAGE_EMBEDDING);
+  if (c.lm_head) a->add_serves(v1::STAGE_LM_HEAD);
+  return env;
 }
 
 void Bridge::OnTick() {

@@ -48,6 +48,7 @@ class Bridge {
   void Heartbeat();
   void Answer(const Origin& to, v1::Envelope envelope);
 
+  v1::Envelope StageAnnounce() const;
   std::shared_ptr<NodeContext> ctx_;
   std::unique_ptr<transport::Outbound> replies_;  // created on the loop thread
   std::chrono::steady_clock::time_point next_heartbeat_;

@@ -71,6 +71,7 @@ const std::string& Node::id() const { return impl_->ctx->node_id; }
 bool Node::Draining() const { return impl_->ctx->draining; }
 uint64_t Node::LiveSessions() const { return impl_->ctx->counters.sessions_open; }
 double Node::DrainTimeout() const { return impl_->ctx->drain_timeout_seconds; }
+uint64_t Node::StepsTotal() const { return impl_->ctx->counters.steps_total; }
 void Node::BeginDrain() {
   // The shard actor drops its parked caches when the head's Drain closes them;
   // the heartbeat (within a second) tells the head, which moves the rest.
@@ -112,13 +113,16 @@ Status LoadModel(const cluster::NodeConfig& c, NodeContext* ctx, std::shared_ptr
   options.device = c.device;
   options.backend = c.backend;
   options.dtype = c.dtype;
+  if (c.RunsEmbedding()) {
+    TROUPE_ASSIGN_OR_RETURN(ctx->embedding, Embedding::Load(*source));
+  }
+  if (c.RunsLmHead()) {
+    TROUPE_ASSIGN_OR_RETURN(ctx->lm_head, LmHead::Load(*source, options));
+    if (!c.head) std::cerr << "troupe node " << c.id << ": LM head on " << ctx->lm_head->Describe() << std::endl;
+  }
   if (c.head) {
     TROUPE_ASSIGN_OR_RETURN(auto tokenizer, Tokenizer::Create(source->tokenizer_spec()));
-    TROUPE_ASSIGN_OR_RETURN(auto embedding, Embedding::Load(*source));
-    TROUPE_ASSIGN_OR_RETURN(auto lm_head, LmHead::Load(*source, options));
     ctx->tokenizer = std::move(tokenizer);
-    ctx->embedding = std::move(embedding);
-    ctx->lm_head = std::move(lm_head);
     if (!c.amateur_model.empty()) {
       TROUPE_ASSIGN_OR_RETURN(ctx->amateur, AmateurModel::Load(c.amateur_model, options, *source));
     }
@@ -286,10 +290,10 @@ Result<std::unique_ptr<Node>> Node::Start(const cluster::NodeConfig& config) {
               << ": " << recovered.size() << " unfinished job(s) to run again, " << book->size() - recovered.size()
               << " ended job(s) kept" << std::endl;
     ctx->scheduler = SpawnScheduler(*m.system, ctx, std::move(book), std::move(recovered));
-    ctx->embedding_stage = SpawnEmbedding(*m.system, ctx);
-    ctx->lm_head_stage = SpawnLmHead(*m.system, ctx);
     ctx->sampler = SpawnSampler(*m.system, ctx);
   }
+  if (config.RunsEmbedding()) ctx->embedding_stage = SpawnEmbedding(*m.system, ctx);
+  if (config.RunsLmHead()) ctx->lm_head_stage = SpawnLmHead(*m.system, ctx);
   if (config.shard) ctx->shard = SpawnShard(*m.system, ctx, m.decoder);
   for (const caf::actor& a : {ctx->scheduler, ctx->embedding_stage, ctx->lm_head_stage, ctx->sampler, ctx->shard}) {
     if (a) {
@@ -376,7 +380,9 @@ Status WriteReadyFile(const cluster::NodeConfig& config, const Node& node) {
   nlohmann::json j = {
       {"id", node.id()},
       {"pid", static_cast<int>(::getpid())},
-      {"role", config.head ? "head" : "shard"},
+      {"role", config.head    ? "head"
+               : config.shard ? "shard"
+                              : "stages"},
       {"node_endpoint", node.node_endpoint()},
       {"job_endpoint", node.job_endpoint()},
       {"http_port", node.http_port()},
@@ -422,16 +428,21 @@ int RunNode(const cluster::NodeConfig& given) {
     std::cerr << "troupe node " << config.id << ": " << st.ToString() << std::endl;
     return 1;
   }
+  const std::string stages = std::string(config.embedding ? " embedding" : "") + (config.lm_head ? " LM-head" : "");
   std::cerr << "troupe node " << config.id << ": "
-            << (config.head
-                    ? "head"
-                    : "shard layers " + std::to_string(config.layer_begin) + "-" + std::to_string(config.layer_end))
+            << (config.head    ? "head"
+                : config.shard ? "shard layers " + std::to_string(config.layer_begin) + "-" +
+                                     std::to_string(config.layer_end) + (stages.empty() ? "" : " +" + stages)
+                               : "stage node:" + stages)
             << ", nodes on " << (*node)->node_endpoint()
             << ((*node)->job_endpoint().empty() ? "" : ", jobs on " + (*node)->job_endpoint())
             << ((*node)->http_port() > 0 ? ", HTTP API on port " + std::to_string((*node)->http_port()) : "")
             << (config.curve ? " (CURVE)" : " (plain)") << std::endl;
   if (config.head) std::cerr << "troupe node " << config.id << ": " << (*node)->DescribeAccess() << std::endl;
-  const bool drains = config.shard && !config.head;
+  const bool drains = (config.shard || config.StageNode()) && !config.head;
+  // A stage node holds no session: it is busy while steps pass through it.
+  uint64_t steps_seen = 0;
+  auto last_step = std::chrono::steady_clock::now();
   std::optional<std::chrono::steady_clock::time_point> drain_since;
   uint64_t said = std::numeric_limits<uint64_t>::max();
   auto say = [&](const std::string& text) { std::cerr << "troupe node " << config.id << ": " << text << std::endl; };
@@ -458,7 +469,12 @@ int RunNode(const cluster::NodeConfig& given) {
     if (!drain_since) drain_since = now;
     const double limit_s = (*node)->DrainTimeout() > 0 ? (*node)->DrainTimeout() : config.drain_timeout_seconds;
     const auto drain_limit = std::chrono::duration<double>(limit_s);
-    const uint64_t live = (*node)->LiveSessions();
+    uint64_t live = (*node)->LiveSessions();
+    if (!config.shard) {
+      const uint64_t steps = (*node)->StepsTotal();
+      if (steps != steps_seen) steps_seen = steps, last_step = now;
+      live = now - last_step < std::chrono::seconds(2) ? 1 : 0;
+    }
     // A second at least: the head hears of the drain (heartbeats) before the link goes.
     if (live == 0 && now - *drain_since > std::chrono::milliseconds(1500)) {
       say("drained: no session left; leaving");

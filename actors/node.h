@@ -59,6 +59,7 @@ class Node {
   void BeginDrain();
   uint64_t LiveSessions() const;
   double DrainTimeout() const;  // the head's bound for this drain, 0 for none
+  uint64_t StepsTotal() const;  // steps this node has run
 
   struct Impl;
 

@@ -1,5 +1,7 @@
 #include "actors/node_context.h"
 
+#include <iostream>
+
 #include <caf/send.hpp>
 
 #include <chrono>
@@ -31,7 +33,7 @@ v1::MetricsSnapshot NodeMetrics(const NodeContext& ctx) {
   g["cache_bytes_parked"] = static_cast<double>(c.cache_bytes_parked.load());
   g["cache_budget_bytes"] = ctx.config.shard ? static_cast<double>(ctx.config.cache_budget_bytes) : 0.0;
   g["sessions_open"] = static_cast<double>(c.sessions_open.load());
-  if (ctx.config.shard) g["draining"] = ctx.draining ? 1.0 : 0.0;
+  if (ctx.config.shard || ctx.config.StageNode()) g["draining"] = ctx.draining ? 1.0 : 0.0;
   g["kept_sessions"] = static_cast<double>(c.kept_sessions.load());
   if (ctx.config.head) g["jobs_live"] = static_cast<double>(c.jobs_live.load());
   auto& n = *m.mutable_counters();
@@ -104,6 +106,19 @@ std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& f
       }
     }
     return pong;
+  }
+  if (!ctx.shard && !ctx.config.head) {  // a stage node: no shard actor to ask
+    if (body == v1::Envelope::kMetricsQuery) {
+      v1::Envelope reply = NewEnvelope(env.request_id());
+      *reply.mutable_metrics_snapshot() = NodeMetrics(ctx);
+      return reply;
+    }
+    if (body == v1::Envelope::kNodeDrain) {
+      if (!ctx.draining.exchange(true)) {
+        std::cerr << "troupe node " << ctx.node_id << ": draining (the head asked)" << std::endl;
+      }
+      return std::nullopt;
+    }
   }
   caf::actor target;
   std::string what;

@@ -120,7 +120,7 @@ struct NodeContext {
   Refusals refusals;  // handshakes and announces refused (actors/refusals.h)
   // Leaving: set by SIGTERM on a shard (RunNode) or the head's NodeDrain
   // (the shard actor); heartbeats and announces say so, SessionOpen is refused.
-  std::atomic<bool> draining{false};
+  mutable std::atomic<bool> draining{false};     // a stage node's is set on its I/O thread (DeliverLocal)
   std::atomic<double> drain_timeout_seconds{0};  // the head's NodeDrain's bound; 0 = the config's
   NodeCounters counters;
   StepBytes step_bytes;

@@ -42,6 +42,8 @@ sched::LifecycleConfig LifecycleConfigOf(const NodeContext& ctx) {
   c.node_endpoint = ctx.node_endpoint;
   c.fingerprint = ctx.fingerprint;
   c.int8_link_rtt_ms = ctx.config.int8_link_rtt_ms;
+  c.local_embedding = ctx.config.head_embedding;
+  c.local_lm_head = ctx.config.head_lm_head;
   c.n_layers = ctx.source->config().n_layers;
   c.max_positions = ctx.source->config().max_positions;
   // Session ids start at a random point so that a restarted head does not
@@ -223,7 +225,7 @@ class SchedulerActor : public StageActor {
   // they were accepted.
   void RunRecovered(Clock::time_point now) {
     if (recovered_.empty()) return;
-    if (!jobs_.registry().Routable(ctx_->source->config().n_layers, now) && now - started_ < kRecoveryWait) return;
+    if (!jobs_.CanRoute(now) && now - started_ < kRecoveryWait) return;
     while (!recovered_.empty()) {
       sched::JournaledJob j = std::move(recovered_.front());
       recovered_.pop_front();
@@ -315,7 +317,9 @@ class SchedulerActor : public StageActor {
     for (const v1::Endpoint& e : a.endpoints()) {
       if (e.name() == "steps") endpoint = e.address();
     }
-    if (endpoint.empty() || a.layers_size() == 0) return;
+    if (endpoint.empty()) return;
+    if (a.layers_size() == 0 && a.serves_size() > 0) return StageAnnounced(from, a, endpoint);
+    if (a.layers_size() == 0) return;
     const int64_t begin = a.layers(0).begin(), end = a.layers(0).end();
     if (end > ctx_->source->config().n_layers || begin >= end) {
       return RefuseNode(from, 0, a.node_id(), "layers",
@@ -354,6 +358,38 @@ class SchedulerActor : public StageActor {
       Say("shard '" + a.node_id() + "' joined: layers " + std::to_string(begin) + "-" + std::to_string(end) + " at " +
           endpoint);
       (void)ctx_->links->ConnectTo(a.node_id(), endpoint);  // dial early: the first job does not wait
+    }
+    if (a.draining()) Draining(a.node_id());
+  }
+
+  // A stage node (embedding, LM head) announced itself: same model, a key
+  // this head allows; then the registry routes over it.
+  void StageAnnounced(const Origin& from, const v1::RegistryAnnounce& a, const std::string& endpoint) {
+    if (ctx_->links->curve() && !a.public_key().empty()) {
+      if (!ctx_->links->Allows(a.public_key())) {
+        return RefuseNode(from, 0, a.node_id(), "key",
+                          "node '" + a.node_id() + "' announces public key " + a.public_key() +
+                              ", which is not in this head's allowlist");
+      }
+      ctx_->links->LearnKey(a.node_id(), a.public_key());
+    }
+    refused_said_.erase(a.node_id());
+    Heard(a.node_id());
+    sched::Registry& registry = jobs_.registry();
+    const bool fresh = registry.Find(a.node_id()) == nullptr;
+    sched::ShardEntry entry{a.node_id(), endpoint, 0, 0, false, Clock::now()};
+    entry.public_key = a.public_key();
+    std::string serves;
+    for (int s : a.serves()) {
+      if (s != v1::STAGE_EMBEDDING && s != v1::STAGE_LM_HEAD) continue;
+      entry.stages.push_back(s);
+      serves += std::string(serves.empty() ? "" : ", ") + (s == v1::STAGE_EMBEDDING ? "embedding" : "LM head");
+    }
+    if (entry.stages.empty()) return;
+    registry.Upsert(std::move(entry));
+    if (fresh) {
+      Say("stage node '" + a.node_id() + "' joined: " + serves + " at " + endpoint);
+      (void)ctx_->links->ConnectTo(a.node_id(), endpoint);
     }
     if (a.draining()) Draining(a.node_id());
   }
@@ -470,6 +506,7 @@ class SchedulerActor : public StageActor {
     c->set_model_fingerprint(ctx_->fingerprint);
     c->set_model_name(ctx_->model_name);
     for (const sched::ShardEntry& e : jobs_.registry().Live(now)) {
+      if (e.layer_begin >= e.layer_end) continue;  // a stage node
       v1::LayerRange* r = c->add_spans();
       r->set_begin(static_cast<uint32_t>(e.layer_begin));
       r->set_end(static_cast<uint32_t>(e.layer_end));
@@ -480,12 +517,13 @@ class SchedulerActor : public StageActor {
   void QueryMetrics(const Origin& from, uint64_t request_id) {
     const auto now = Clock::now();
     const sched::Registry& registry = jobs_.registry();
-    const uint64_t q = queries_.Begin(from, request_id, NodeMetrics(*ctx_),
-                                      registry.RouteProblem(ctx_->source->config().n_layers, now), now);
+    const uint64_t q = queries_.Begin(from, request_id, NodeMetrics(*ctx_), jobs_.RouteProblem(now), now);
     for (const sched::ShardEntry& e : registry.Live(now)) {
       if (e.node_id == ctx_->node_id) continue;  // counted above
       queries_.Note(q, e.node_id, "layer_begin", static_cast<double>(e.layer_begin));
       queries_.Note(q, e.node_id, "layer_end", static_cast<double>(e.layer_end));
+      for (int s : e.stages)
+        queries_.Note(q, e.node_id, s == v1::STAGE_EMBEDDING ? "runs_embedding" : "runs_lm_head", 1);
       if (e.rtt_ms >= 0) queries_.Note(q, e.node_id, "rtt_ms", e.rtt_ms);
       if (e.step_ms >= 0) queries_.Note(q, e.node_id, "step_ms", e.step_ms);
       v1::Envelope env = NewEnvelope(q);

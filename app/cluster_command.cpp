@@ -33,6 +33,9 @@ void RegisterCluster(CLI::App& app) {
   CLI::App* up = cluster->add_subcommand("up", "Start a head and N x R shard nodes; stop them on SIGINT/SIGTERM");
   up->add_option("--shards", o->shards, "Shard nodes (layers split evenly)")->capture_default_str();
   up->add_option("--replicas", o->replicas, "Nodes per shard span")->capture_default_str();
+  up->add_option("--stage-nodes", o->stage_nodes,
+                 "Nodes that run the embedding and LM head (the head then only schedules and samples)")
+      ->capture_default_str();
   up->add_option("--dir", o->dir, "Directory for keys, configs, logs and cluster.json (default: a new temp dir)");
   up->add_option("--base-port", o->base_port, "First TCP port (0: ports chosen by the OS)")->capture_default_str();
   up->add_option("--http-port", o->http_port,

@@ -183,13 +183,22 @@ void CheckCluster(std::vector<Checked>& all, const ConfigCheckOptions& options, 
     if (!c->allowlist) continue;
     for (auto& [other_id, o] : by_id) {
       if (other_id == id || o->own_key.empty() || c->allowlist->Contains(o->own_key)) continue;
-      // Who dials whom: the head dials every shard and every shard the head;
-      // a shard dials the shards after it on a route (any other shard).
+      // Who dials whom: the head dials every shard and stage node, and each
+      // of them the head; a shard dials the shards after it on a route (any
+      // other shard) and the LM head node; an embedding node the shards.
       std::string why;
       if (c->config.head) why = "the head would refuse '" + other_id + "' (its announces, heartbeats and answers)";
       if (!c->config.head && o->config.head) why = "'" + id + "' would refuse the head (it opens sessions there)";
       if (!c->config.head && !o->config.head && o->config.shard && c->config.shard) {
         why = "'" + id + "' would refuse hidden states from shard '" + other_id + "' (shards dial each other)";
+      }
+      // Stage nodes: an embedding node sends to the first shard, the last
+      // shard to an LM head node.
+      if (!c->config.head && !o->config.head && c->config.shard && o->config.embedding) {
+        why = "'" + id + "' would refuse the hidden states of embedding node '" + other_id + "'";
+      }
+      if (!c->config.head && !o->config.head && c->config.lm_head && o->config.shard) {
+        why = "LM head node '" + id + "' would refuse the hidden states of shard '" + other_id + "'";
       }
       if (why.empty()) continue;
       problems->push_back(c->path + ": security: allowlist " + c->config.allowlist + " lacks the key of '" + other_id +

@@ -202,6 +202,12 @@ Status LocalCluster::Launch(const ClusterOptions& o) {
       nodes_.push_back(n);
     }
   }
+  for (int k = 0; k < o.stage_nodes; ++k) {
+    ClusterNode n;
+    n.id = "stages-" + std::to_string(k);
+    n.stage = true;
+    nodes_.push_back(n);
+  }
   std::map<std::string, std::string> public_keys;
   if (!o.insecure) {
     for (const ClusterNode& n : nodes_) {
@@ -217,7 +223,9 @@ Status LocalCluster::Launch(const ClusterOptions& o) {
     NodeConfig c;
     c.id = n.id;
     c.head = n.head;
-    c.shard = !n.head;
+    c.shard = !n.head && !n.stage;
+    c.embedding = c.lm_head = n.stage;
+    if (n.head && o.stage_nodes > 0) c.head_embedding = c.head_lm_head = false;
     c.layer_begin = n.layer_begin;
     c.layer_end = n.layer_end;
     c.model = model;
@@ -336,7 +344,9 @@ Status LocalCluster::WriteClusterJson(const ClusterOptions& o) const {
   for (const ClusterNode& n : nodes_) {
     nlohmann::json j = {
         {"id", n.id},
-        {"role", n.head ? "head" : "shard"},
+        {"role", n.head    ? "head"
+                 : n.stage ? "stages"
+                           : "shard"},
         {"pid", static_cast<int>(n.pid)},
         {"layers", {n.layer_begin, n.layer_end}},
         {"endpoints", {{"nodes", n.node_endpoint}}},

@@ -53,7 +53,8 @@ namespace troupe::cluster {
 struct ClusterOptions {
   int shards = 1;
   int replicas = 1;
-  std::string dir;  // empty: a new temporary directory
+  int stage_nodes = 0;  // > 0: that many nodes run the embedding and LM head; the head only schedules and samples
+  std::string dir;      // empty: a new temporary directory
   int base_port = 0;
   int http_port = 0;      // the head's HTTP API on 127.0.0.1; 0 = chosen by the OS; < 0 = none
   bool insecure = false;  // plain node links
@@ -79,6 +80,7 @@ struct ClusterOptions {
 struct ClusterNode {
   std::string id;
   bool head = false;
+  bool stage = false;  // a stage node: the embedding and the LM head for the head
   int64_t layer_begin = 0, layer_end = 0;
   pid_t pid = -1;
   std::string node_endpoint;

@@ -132,6 +132,7 @@ void ReadLayers(const YAML::Node& node, int64_t* begin, int64_t* end, bool* pres
 
 const std::set<std::string> kTopKeys = {"id",
                                         "roles",
+                                        "head_stages",
                                         "layers",
                                         "memory_budget_mb",
                                         "join",
@@ -245,9 +246,28 @@ std::vector<std::string> ParseNodeConfigProblems(const std::string& text, const 
       c.head = true;
     } else if (r == "shard") {
       c.shard = true;
+    } else if (r == "embedding") {
+      c.embedding = true;
+    } else if (r == "lm_head") {
+      c.lm_head = true;
     } else {
-      problem("roles: unknown role '" + r + "' (head, shard)");
+      problem("roles: unknown role '" + r + "' (head, shard, embedding, lm_head)");
     }
+  }
+  if (root["head_stages"]) {
+    std::vector<std::string> stages;
+    Read(root, "head_stages", &stages, what, P);
+    c.head_embedding = c.head_lm_head = false;
+    for (const std::string& s : stages) {
+      if (s == "embedding") {
+        c.head_embedding = true;
+      } else if (s == "lm_head") {
+        c.head_lm_head = true;
+      } else {
+        problem("head_stages: unknown stage '" + s + "' (embedding, lm_head)");
+      }
+    }
+    if (!c.head) problem("head_stages: only a head has head stages");
   }
   bool has_layers = false;
   ReadLayers(root, &c.layer_begin, &c.layer_end, &has_layers, what, P, &c.layers_auto);
@@ -433,7 +453,10 @@ std::vector<std::string> NodeConfigProblems(const NodeConfig& c, const std::stri
   auto problem = [&](const std::string& line) { problems.push_back(what + ": " + line); };
   ModelOptionProblems(c, problem);
   if (c.id.empty() || c.id.size() > 255) problem("id: must be 1 to 255 characters");
-  if (!c.head && !c.shard) problem("roles: name head and/or shard");
+  if (!c.head && !c.shard && !c.embedding && !c.lm_head) problem("roles: name head, shard, embedding and/or lm_head");
+  if (c.head && (c.embedding || c.lm_head)) {
+    problem("roles: a head runs its stages through head_stages, not the embedding/lm_head roles");
+  }
   if (c.model.empty()) problem("model: missing");
   if (c.shard && !c.layers_auto && (c.layer_begin < 0 || c.layer_begin >= c.layer_end)) {
     problem("layers: a shard needs [begin, end] with begin < end, or auto");
@@ -521,7 +544,15 @@ std::string NodeConfigToYaml(const NodeConfig& c) {
   out << YAML::Key << "roles" << YAML::Value << YAML::Flow << YAML::BeginSeq;
   if (c.head) out << "head";
   if (c.shard) out << "shard";
+  if (c.embedding) out << "embedding";
+  if (c.lm_head) out << "lm_head";
   out << YAML::EndSeq;
+  if (c.head && !(c.head_embedding && c.head_lm_head)) {
+    out << YAML::Key << "head_stages" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    if (c.head_embedding) out << "embedding";
+    if (c.head_lm_head) out << "lm_head";
+    out << YAML::EndSeq;
+  }
   if (c.shard && c.layers_auto) {
     out << YAML::Key << "layers" << YAML::Value << "auto";
     if (c.memory_budget_bytes > 0) {

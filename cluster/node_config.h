@@ -2,7 +2,11 @@
 // others — read from a YAML file by `troupe node --config FILE`.
 //
 //   id: shard-0                     # node id = its ZeroMQ routing id
-//   roles: [shard]                  # head (scheduler, embedding, lm_head, sampler) and/or shard
+//   roles: [shard]                  # head (scheduler, sampler, and the stages in head_stages),
+//                                   # shard, embedding, lm_head (a stage node: it runs that
+//                                   # stage of the ring for the head, announced like a shard)
+//   head_stages: [embedding, lm_head]  # head: the model stages it runs itself (default both);
+//                                   # a stage it leaves out goes to stage nodes
 //   layers: [0, 10]                 # shard: decoder layers [begin, end), or `auto`: the
 //                                   # span that most raises the cluster's weakest coverage
 //                                   # within memory_budget_mb, chosen at start from the
@@ -115,6 +119,11 @@ struct NodeConfig {
   std::string id;
   bool head = false;
   bool shard = false;
+  bool embedding = false, lm_head = false;          // stage node roles
+  bool head_embedding = true, head_lm_head = true;  // head: runs these stages itself (head_stages)
+  bool RunsEmbedding() const { return embedding || (head && head_embedding); }
+  bool RunsLmHead() const { return lm_head || (head && head_lm_head); }
+  bool StageNode() const { return (embedding || lm_head) && !head; }  // announces its stages to a head
   int64_t layer_begin = 0, layer_end = 0;
   bool layers_auto = false;          // shard: layers chosen at start (layer_begin/end set then)
   uint64_t memory_budget_bytes = 0;  // shard with layers_auto; 0 = 90% of MemAvailable

@@ -51,11 +51,46 @@ v1::Error JobLifecycle::HeadError(v1::ErrorCode code, const std::string& text, u
 
 std::optional<v1::Error> JobLifecycle::Refusal(Clock::time_point now) {
   if (QueueDepth() >= config_.max_queued) return Busy();  // jobs already wait: this one would too, past the bound
-  if (registry_.Routable(config_.n_layers, now)) return std::nullopt;
-  Result<std::vector<Span>> spans = registry_.Route(config_.n_layers, now);  // which layers lack a node
-  v1::Error e = HeadError(v1::NO_ROUTE, spans.ok() ? "no route" : spans.status().message(), 0);
+  if (CanRoute(now)) return std::nullopt;
+  v1::Error e = HeadError(v1::NO_ROUTE, RouteProblem(now), 0);
   e.clear_session_id();
   return e;
+}
+
+namespace {
+
+const char* StageWord(v1::Stage s) { return s == v1::STAGE_EMBEDDING ? "the embedding" : "the LM head"; }
+
+}  // namespace
+
+Result<std::vector<v1::RouteHop>> JobLifecycle::NewRoute(Clock::time_point now) {
+  TROUPE_ASSIGN_OR_RETURN(std::vector<Span> spans, registry_.Route(config_.n_layers, now));
+  std::optional<Span> embedding, lm_head;
+  for (const auto& [stage, local, out] : {std::tuple{v1::STAGE_EMBEDDING, config_.local_embedding, &embedding},
+                                          std::tuple{v1::STAGE_LM_HEAD, config_.local_lm_head, &lm_head}}) {
+    if (local) continue;
+    *out = registry_.StageNode(stage, now);
+    if (!*out) return Status::NotFound(RouteProblem(now));
+  }
+  return RouteThrough(config_.node_id, config_.node_endpoint, spans, config_.int8_link_rtt_ms,
+                      embedding ? &*embedding : nullptr, lm_head ? &*lm_head : nullptr);
+}
+
+bool JobLifecycle::CanRoute(Clock::time_point now) const {
+  return registry_.Routable(config_.n_layers, now) &&
+         (config_.local_embedding || registry_.HasStageNode(v1::STAGE_EMBEDDING, now)) &&
+         (config_.local_lm_head || registry_.HasStageNode(v1::STAGE_LM_HEAD, now));
+}
+
+std::string JobLifecycle::RouteProblem(Clock::time_point now) const {
+  std::string problem = registry_.RouteProblem(config_.n_layers, now);
+  for (const auto& [stage, local] :
+       {std::pair{v1::STAGE_EMBEDDING, config_.local_embedding}, std::pair{v1::STAGE_LM_HEAD, config_.local_lm_head}}) {
+    if (local || registry_.HasStageNode(stage, now)) continue;
+    problem += std::string(problem.empty() ? "" : "; ") + "no node runs " + StageWord(stage) +
+               " (the head does not: head_stages)";
+  }
+  return problem;
 }
 
 Actions JobLifecycle::Submit(uint64_t job_id, const Origin& client, uint64_t request_id, AdmittedJob admitted,
@@ -86,16 +121,16 @@ Actions JobLifecycle::Submit(uint64_t job_id, const Origin& client, uint64_t req
   } else if (ReusePrefix(job, now)) {
     job.session_id = ++next_session_;
   } else {
-    Result<std::vector<Span>> spans = registry_.Route(config_.n_layers, now);
-    if (!spans.ok()) {
+    Result<std::vector<v1::RouteHop>> route = NewRoute(now);
+    if (!route.ok()) {
       if (kept) kept->running_job = 0;
       if (kept && admitted.keep) kept_.Remove(kept->name, "never opened: no route");
       out.push_back(
-          Reply{client, ErrorEnvelope(v1::NO_ROUTE, spans.status().message(), config_.node_id, 0, request_id, job_id)});
+          Reply{client, ErrorEnvelope(v1::NO_ROUTE, route.status().message(), config_.node_id, 0, request_id, job_id)});
       return out;
     }
     job.session_id = ++next_session_;
-    job.route = RouteThrough(config_.node_id, config_.node_endpoint, *spans, config_.int8_link_rtt_ms);
+    job.route = std::move(*route);
   }
   if (!admitted.seed_given) job.params.seed = Mix64(job.session_id);
   out.push_back(Reply{client, JobStatusReply(request_id, job.job_id, v1::JOB_RUNNING, job.session_id)});
@@ -163,7 +198,8 @@ bool JobLifecycle::ReusePrefix(Job& job, Clock::time_point now) {
   }
   auto up = [&](const ParkedCache& c) {
     for (const v1::RouteHop& hop : c.route) {
-      if (hop.stage() == v1::STAGE_SHARD && !registry_.Find(hop.node_id())) return false;
+      // Its shards, and stage nodes other than the head, must still be there.
+      if (hop.node_id() != config_.node_id && !registry_.Find(hop.node_id())) return false;
     }
     return true;
   };
@@ -537,15 +573,15 @@ void JobLifecycle::Dispatch(uint64_t sid, v1::ErrorCode code, const std::string&
                             Actions& out) {
   auto it = jobs_.find(sid);
   if (it == jobs_.end()) return;
-  Result<std::vector<Span>> spans = registry_.Route(config_.n_layers, now);
-  if (!spans.ok()) return Fail(sid, HeadError(code, why + spans.status().message(), sid), now, out);
+  Result<std::vector<v1::RouteHop>> route = NewRoute(now);
+  if (!route.ok()) return Fail(sid, HeadError(code, why + route.status().message(), sid), now, out);
   Job job = std::move(it->second);
   jobs_.erase(it);
   reusable_.Take(sid);  // its old session, a live source no more
   const uint64_t moved = ++next_session_;
   job.state = job.sampler_holds ? JobState::kRerouting : JobState::kOpening;
   job.session_id = moved;
-  job.route = RouteThrough(config_.node_id, config_.node_endpoint, *spans, config_.int8_link_rtt_ms);
+  job.route = std::move(*route);
   job.copy_from = 0;  // a fresh route: nothing to copy (a rerouted job replays it all)
   job.cached = 0;
   if (job.sampler_holds) out.push_back(SessionMove{sid, moved, job.route});
@@ -647,7 +683,7 @@ Actions JobLifecycle::Drain(const std::string& node, Clock::time_point now, Drai
         }
       }
     }
-    const bool elsewhere = registry_.Routable(config_.n_layers, now);
+    const bool elsewhere = CanRoute(now);
     for (uint64_t sid : through) {
       if (!elsewhere) {
         c.staying++;

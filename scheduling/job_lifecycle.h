@@ -151,9 +151,12 @@ struct LifecycleConfig {
   int64_t kept_max_length = 2048;                                // a kept session's positions when its job names none
   bool prefix_reuse = true;                                      // park finished jobs' caches and copy shared prefixes
   double int8_link_rtt_ms = 0;  // > 0: int8 hidden states over links slower than this (RouteThrough)
-  int64_t min_reuse = 16;       // the shortest shared prefix worth a copy
-  size_t max_parked = 256;      // parked caches the head keeps track of
-  size_t max_queued = 1024;     // jobs waiting for cache at most; past that, BUSY
+  // Whether the head runs the embedding and the LM head itself; a stage it
+  // does not run goes to a stage node (Registry::StageNode) on each route.
+  bool local_embedding = true, local_lm_head = true;
+  int64_t min_reuse = 16;                                          // the shortest shared prefix worth a copy
+  size_t max_parked = 256;                                         // parked caches the head keeps track of
+  size_t max_queued = 1024;                                        // jobs waiting for cache at most; past that, BUSY
   std::chrono::milliseconds busy_retry = std::chrono::seconds(5);  // BUSY's retry hint
 };
 
@@ -245,6 +248,12 @@ class JobLifecycle {
 
   // ---------------------------------------------------------- queries
 
+  // Whether a new session would find a route now (no replica's turn taken):
+  // shards for every layer and a node for each stage the head does not run;
+  // and why not ("" when it would).
+  bool CanRoute(Clock::time_point now) const;
+  std::string RouteProblem(Clock::time_point now) const;
+
   bool Has(uint64_t session_id) const { return jobs_.count(session_id) != 0; }
   // The job's state; nullopt for a job never seen or already finished.
   std::optional<JobState> StateOf(uint64_t job_id) const;
@@ -285,6 +294,9 @@ class JobLifecycle {
     int32_t priority = 0;                           // higher goes first in the queue
   };
 
+  // A route for a new session: shards for every layer, and stage nodes for
+  // the stages the head does not run; NotFound naming what is missing.
+  Result<std::vector<v1::RouteHop>> NewRoute(Clock::time_point now);
   void OpenOnShards(Job& job, Clock::time_point now, Actions& out);
   // Starts `job` (just opened, or continuing a bound kept session): SessionStart, Prefill.
   void Start(Job& job, Clock::time_point now, Actions& out);

@@ -15,6 +15,7 @@ void Registry::Upsert(ShardEntry entry) {
     if (entry.sessions == 0) entry.sessions = it->second.sessions;
     if (entry.trouble.empty()) entry.trouble = it->second.trouble;
     if (entry.unreachable.empty()) entry.unreachable = it->second.unreachable;
+    if (entry.stages.empty()) entry.stages = it->second.stages;
     entry.draining = entry.draining || it->second.draining;
   }
   nodes_[entry.node_id] = std::move(entry);
@@ -172,6 +173,27 @@ Result<std::vector<Span>> Registry::Route(int64_t n_layers, std::chrono::steady_
     nodes_[pick->node_id].sessions++;  // until its next heartbeat says
   }
   return route;
+}
+
+const ShardEntry* Registry::CheapestStage(int stage, std::chrono::steady_clock::time_point now) const {
+  const ShardEntry* best = nullptr;
+  for (const auto& [id, e] : nodes_) {
+    if (!Alive(e, now) || !e.trouble.empty() || e.draining) continue;
+    if (std::find(e.stages.begin(), e.stages.end(), stage) == e.stages.end()) continue;
+    if (!best || Cost(e) < Cost(*best)) best = &e;
+  }
+  return best;
+}
+
+std::optional<Span> Registry::StageNode(int stage, std::chrono::steady_clock::time_point now) {
+  const ShardEntry* e = CheapestStage(stage, now);
+  if (!e) return std::nullopt;
+  nodes_[e->node_id].sessions++;  // until its next heartbeat says
+  return Span{e->node_id, e->endpoint, 0, 0, e->public_key, e->rtt_ms};
+}
+
+bool Registry::HasStageNode(int stage, std::chrono::steady_clock::time_point now) const {
+  return CheapestStage(stage, now) != nullptr;
 }
 
 bool Registry::Routable(int64_t n_layers, std::chrono::steady_clock::time_point now) const {

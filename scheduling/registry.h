@@ -27,6 +27,10 @@
 // from the config expires like a learned one, so that once gone it leaves
 // the registry until it announces again.
 //
+// Stage nodes: nodes that run the embedding or the LM head for the ring
+// (`stages`, no layers) announce themselves like shards; StageNode picks one
+// for a session's route when the head does not run that stage itself.
+//
 // Plain data, no sockets or actors. Thread-safety: none (the scheduler
 // actor's own).
 #pragma once
@@ -34,6 +38,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,6 +64,7 @@ struct ShardEntry {
   std::string trouble{};     // why the head cannot use it now; empty = none
   std::map<std::string, std::string> unreachable{};  // nodes it cannot send to -> why (its heartbeats)
   bool draining = false;                             // leaving: no new sessions (SetDraining)
+  std::vector<int> stages{};  // a stage node: the v1::Stage values it runs (no layers); empty for a shard
 };
 
 // One shard span of a route.
@@ -108,6 +114,12 @@ class Registry {
   // Why Route would fail now (its error's text); "" when it would succeed.
   std::string RouteProblem(int64_t n_layers, std::chrono::steady_clock::time_point now) const;
 
+  // The node to run ring stage `stage` (v1::Stage: embedding, LM head) for a
+  // new session: the cheapest live, usable stage node serving it (Cost, as
+  // for shards; sessions counted the same way); nullopt when none does.
+  std::optional<Span> StageNode(int stage, std::chrono::steady_clock::time_point now);
+  bool HasStageNode(int stage, std::chrono::steady_clock::time_point now) const;
+
   // Live nodes.
   std::vector<ShardEntry> Live(std::chrono::steady_clock::time_point now) const;
   // Per layer of [0, n_layers): how many live nodes serve it.
@@ -116,6 +128,7 @@ class Registry {
 
  private:
   bool Alive(const ShardEntry& e, std::chrono::steady_clock::time_point now) const;
+  const ShardEntry* CheapestStage(int stage, std::chrono::steady_clock::time_point now) const;
   // The troubles of live nodes, "; "-joined, for errors ("" when none).
   std::string Troubles(std::chrono::steady_clock::time_point now) const;
   // The cheapest path of live nodes through [0, n_layers) (Cost per node,

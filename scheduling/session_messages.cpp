@@ -1,5 +1,7 @@
 #include "scheduling/session_messages.h"
 
+#include <algorithm>
+
 #include "messages/envelope_codec.h"
 
 namespace troupe::scheduling {
@@ -19,19 +21,26 @@ v1::RouteHop Hop(const std::string& node, const std::string& endpoint, v1::Stage
 }  // namespace
 
 std::vector<v1::RouteHop> RouteThrough(const std::string& head, const std::string& endpoint,
-                                       const std::vector<Span>& spans, double int8_link_rtt_ms) {
+                                       const std::vector<Span>& spans, double int8_link_rtt_ms, const Span* embedding,
+                                       const Span* lm_head) {
   auto slow = [int8_link_rtt_ms](double rtt) { return int8_link_rtt_ms > 0 && rtt > int8_link_rtt_ms; };
+  auto stage = [&](const Span* node, v1::Stage s) {
+    if (!node) return Hop(head, endpoint, s);
+    v1::RouteHop h = Hop(node->node_id, node->endpoint, s);
+    if (!node->public_key.empty()) h.set_public_key(node->public_key);
+    return h;
+  };
   std::vector<v1::RouteHop> route;
-  route.push_back(Hop(head, endpoint, v1::STAGE_EMBEDDING));
-  double previous_rtt = 0;  // the head's link to itself
+  route.push_back(stage(embedding, v1::STAGE_EMBEDDING));
+  double previous_rtt = embedding ? std::max(embedding->rtt_ms, 0.0) : 0;  // the head's link to itself: 0
   for (const Span& s : spans) {
     route.push_back(Hop(s.node_id, s.endpoint, v1::STAGE_SHARD, s.layer_begin, s.layer_end));
     if (!s.public_key.empty()) route.back().set_public_key(s.public_key);
     if (slow(previous_rtt) || slow(s.rtt_ms)) route.back().set_encoding(v1::DTYPE_INT8_BLOCK32);
     previous_rtt = s.rtt_ms;
   }
-  route.push_back(Hop(head, endpoint, v1::STAGE_LM_HEAD));
-  if (slow(previous_rtt)) route.back().set_encoding(v1::DTYPE_INT8_BLOCK32);
+  route.push_back(stage(lm_head, v1::STAGE_LM_HEAD));
+  if (slow(previous_rtt) || (lm_head && slow(lm_head->rtt_ms))) route.back().set_encoding(v1::DTYPE_INT8_BLOCK32);
   route.push_back(Hop(head, endpoint, v1::STAGE_SAMPLER));
   return route;
 }

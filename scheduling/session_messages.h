@@ -16,12 +16,14 @@
 namespace troupe::scheduling {
 
 // The route through `spans`: embedding, the shards in layer order, LM head,
-// sampler; every stage but the shards on the head (`head`, at `endpoint`).
+// sampler; every stage but the shards on the head (`head`, at `endpoint`),
+// unless `embedding` or `lm_head` names a stage node to run it.
 // With `int8_link_rtt_ms` > 0, the hidden states sent over a link to or from
 // a shard whose round trip exceeds it go as int8 blocks (RouteHop.encoding
 // on the shard and LM head hops; lossy, so answers may differ from f32).
 std::vector<v1::RouteHop> RouteThrough(const std::string& head, const std::string& endpoint,
-                                       const std::vector<Span>& spans, double int8_link_rtt_ms = 0);
+                                       const std::vector<Span>& spans, double int8_link_rtt_ms = 0,
+                                       const Span* embedding = nullptr, const Span* lm_head = nullptr);
 
 // SessionOpen for a shard: reserve `max_length` cache positions for a session
 // of the model `fingerprint`.

@@ -346,6 +346,63 @@ TEST_F(JobLifecycleTest, ADrainingConfigNodeExpiresLikeALearnedOne) {
   EXPECT_NE(lc->registry().Find("b2"), nullptr);  // a fixed node that is not draining never expires
 }
 
+// The head runs no LM head itself (head_stages: [embedding]); nodes "l1"
+// (and "l2") run it for the ring.
+void MakeWithLmHeadNodes(std::unique_ptr<JobLifecycle>* lc, int nodes, Clock::time_point t0) {
+  LifecycleConfig c;
+  c.node_id = "head";
+  c.node_endpoint = "tcp://head";
+  c.fingerprint = "fp";
+  c.n_layers = 4;
+  c.max_positions = 64;
+  c.first_session_id = 1000;
+  c.local_lm_head = false;
+  Registry r;
+  r.Upsert(ShardEntry{"a", "tcp://a", 0, 4, false, t0});
+  for (int i = 1; i <= nodes; ++i) {
+    ShardEntry e{"l" + std::to_string(i), "tcp://l" + std::to_string(i), 0, 0, false, t0};
+    e.stages = {v1::STAGE_LM_HEAD};
+    e.public_key = "KL";
+    r.Upsert(e);
+  }
+  *lc = std::make_unique<JobLifecycle>(c, std::move(r));
+}
+
+TEST_F(JobLifecycleTest, AStageTheHeadDoesNotRunGoesToAStageNodeOrNamesItsAbsence) {
+  MakeWithLmHeadNodes(&lc, 0, t0);
+  std::optional<v1::Error> refusal = lc->Refusal(t0);
+  ASSERT_TRUE(refusal.has_value());
+  EXPECT_EQ(refusal->code(), v1::NO_ROUTE);
+  EXPECT_NE(refusal->text().find("no node runs the LM head (the head does not: head_stages)"), std::string::npos)
+      << refusal->text();
+}
+
+TEST_F(JobLifecycleTest, ALostLmHeadNodeIsReplacedByAnotherMidAnswer) {
+  MakeWithLmHeadNodes(&lc, 2, t0);
+  lc->Submit(5, kClient, 42, Prompt(), t0);
+  Actions out = lc->Opened(lc->SessionOf(5), "a", 0, t0);
+  ASSERT_EQ(Kinds(out), "SessionStart Prefill");
+  const v1::Step& prefill = std::get<Prefill>(out[1]).step;
+  ASSERT_EQ(prefill.rest_of_route_size(), 4);  // embedding (head), a, LM head (a stage node), sampler (head)
+  EXPECT_EQ(prefill.rest_of_route(0).node_id(), "head");
+  const std::string used = prefill.rest_of_route(2).node_id();
+  ASSERT_TRUE(used == "l1" || used == "l2") << used;
+  EXPECT_EQ(prefill.rest_of_route(2).stage(), v1::STAGE_LM_HEAD);
+  EXPECT_EQ(prefill.rest_of_route(2).public_key(), "KL");
+  EXPECT_EQ(prefill.rest_of_route(3).node_id(), "head");
+  // It dies mid-answer: the other LM head node takes its place.
+  out = lc->NodeDown(used, "disconnected", t0 + seconds(1));
+  const std::vector<SessionMove> moves = All<SessionMove>(out);
+  ASSERT_EQ(moves.size(), 1u);
+  EXPECT_EQ(moves[0].route[2].node_id(), used == "l1" ? "l2" : "l1");
+  // And without any, the job fails naming what is missing.
+  out = lc->NodeDown(used == "l1" ? "l2" : "l1", "disconnected", t0 + seconds(2));
+  const std::vector<Reply> replies = All<Reply>(out);
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_NE(replies[0].envelope.error().text().find("no node runs the LM head"), std::string::npos)
+      << replies[0].envelope.error().text();
+}
+
 TEST_F(JobLifecycleTest, SilentNodesGoDownOnATick) {
   Make(false, /*replica=*/true);
   Running(5);

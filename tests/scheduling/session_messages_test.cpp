@@ -41,5 +41,21 @@ TEST(SessionMessagesTest, Int8OnlyOverLinksToOrFromASlowShard) {
   for (const v1::RouteHop& h : route) EXPECT_EQ(h.encoding(), v1::DTYPE_UNSPECIFIED);
 }
 
+TEST(SessionMessagesTest, StageNodesTakeTheEmbeddingAndLmHeadHops) {
+  Span embed{"e", "tcp://e", 0, 0, "KE", 1};
+  Span head{"l", "tcp://l", 0, 0, "KL", 80};
+  auto route = RouteThrough("head", "tcp://h", TwoShards(1, 1), 20, &embed, &head);
+  ASSERT_EQ(route.size(), 5u);
+  EXPECT_EQ(route[0].node_id(), "e");
+  EXPECT_EQ(route[0].stage(), v1::STAGE_EMBEDDING);
+  EXPECT_EQ(route[0].public_key(), "KE");
+  EXPECT_EQ(route[3].node_id(), "l");
+  EXPECT_EQ(route[3].stage(), v1::STAGE_LM_HEAD);
+  EXPECT_EQ(route[3].public_key(), "KL");
+  EXPECT_EQ(route[3].encoding(), v1::DTYPE_INT8_BLOCK32);  // the LM head node is behind a slow link
+  EXPECT_EQ(route[4].node_id(), "head");                   // the sampler stays on the head
+  EXPECT_EQ(route[4].stage(), v1::STAGE_SAMPLER);
+}
+
 }  // namespace
 }  // namespace troupe::scheduling
