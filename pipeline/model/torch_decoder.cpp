@@ -143,8 +143,7 @@ class TorchDecoder : public Decoder {
       // query heads are its query rows, so plain attention (no GQA, no mask)
       // does it in one fused kernel.
       at::Tensor qg = q.view({c.n_kv_heads, group, c.head_dim}).unsqueeze(0);
-      return at::scaled_dot_product_attention(qg, k.unsqueeze(0), v.unsqueeze(0))
-          .reshape({c.n_heads, 1, c.head_dim});
+      return at::scaled_dot_product_attention(qg, k.unsqueeze(0), v.unsqueeze(0)).reshape({c.n_heads, 1, c.head_dim});
     }
 #endif
     at::Tensor mask;  // [t, s], true = attend; undefined when causal from position 0
@@ -164,9 +163,9 @@ class TorchDecoder : public Decoder {
     // fp32 scores and softmax; each kv head serves `group` query heads, as
     // rows [n_kv, group * t, hd].
     at::Tensor kf = k.to(at::kFloat), vf = v.to(at::kFloat);
-    at::Tensor scores = at::matmul(qh.to(at::kFloat).reshape({c.n_kv_heads, group * t, c.head_dim}),
-                                   kf.transpose(1, 2)) /
-                        std::sqrt(static_cast<double>(c.head_dim));  // [n_kv, group * t, s]
+    at::Tensor scores =
+        at::matmul(qh.to(at::kFloat).reshape({c.n_kv_heads, group * t, c.head_dim}), kf.transpose(1, 2)) /
+        std::sqrt(static_cast<double>(c.head_dim));  // [n_kv, group * t, s]
     if (t > 1) {
       if (!mask.defined()) mask = at::ones({t, s}, at::TensorOptions().dtype(at::kBool).device(q.device())).tril();
       scores = scores.view({c.n_kv_heads, group, t, s})

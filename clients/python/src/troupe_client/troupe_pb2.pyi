@@ -72,6 +72,30 @@ class ChatMessage(_message.Message):
     role: str
     def __init__(self, role: _Optional[str] = ..., content: _Optional[str] = ...) -> None: ...
 
+class Coverage(_message.Message):
+    __slots__ = ["model_fingerprint", "model_name", "n_layers", "replicas", "spans"]
+    MODEL_FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    MODEL_NAME_FIELD_NUMBER: _ClassVar[int]
+    N_LAYERS_FIELD_NUMBER: _ClassVar[int]
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    SPANS_FIELD_NUMBER: _ClassVar[int]
+    model_fingerprint: str
+    model_name: str
+    n_layers: int
+    replicas: _containers.RepeatedScalarFieldContainer[int]
+    spans: _containers.RepeatedCompositeFieldContainer[LayerRange]
+    def __init__(self, n_layers: _Optional[int] = ..., replicas: _Optional[_Iterable[int]] = ..., model_fingerprint: _Optional[str] = ..., model_name: _Optional[str] = ..., spans: _Optional[_Iterable[_Union[LayerRange, _Mapping]]] = ...) -> None: ...
+
+class CoverageQuery(_message.Message):
+    __slots__ = ["model_fingerprint", "model_name", "node_id"]
+    MODEL_FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    MODEL_NAME_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    model_fingerprint: str
+    model_name: str
+    node_id: str
+    def __init__(self, node_id: _Optional[str] = ..., model_fingerprint: _Optional[str] = ..., model_name: _Optional[str] = ...) -> None: ...
+
 class Endpoint(_message.Message):
     __slots__ = ["address", "name"]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
@@ -81,7 +105,9 @@ class Endpoint(_message.Message):
     def __init__(self, name: _Optional[str] = ..., address: _Optional[str] = ...) -> None: ...
 
 class Envelope(_message.Message):
-    __slots__ = ["error", "finish", "heartbeat", "job_attach", "job_cancel", "job_status", "job_status_query", "job_submit", "kept_session_close", "kept_session_closed", "kept_session_list", "kept_session_query", "metrics_query", "metrics_snapshot", "prompt_logprobs", "protocol_version", "registry_announce", "request_id", "session_close", "session_open", "session_opened", "step", "token"]
+    __slots__ = ["coverage", "coverage_query", "error", "finish", "heartbeat", "job_attach", "job_cancel", "job_status", "job_status_query", "job_submit", "kept_session_close", "kept_session_closed", "kept_session_list", "kept_session_query", "metrics_query", "metrics_snapshot", "node_drain", "node_drain_status", "ping", "pong", "prompt_logprobs", "protocol_version", "registry_announce", "request_id", "session_close", "session_open", "session_opened", "step", "token"]
+    COVERAGE_FIELD_NUMBER: _ClassVar[int]
+    COVERAGE_QUERY_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     FINISH_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
@@ -96,6 +122,10 @@ class Envelope(_message.Message):
     KEPT_SESSION_QUERY_FIELD_NUMBER: _ClassVar[int]
     METRICS_QUERY_FIELD_NUMBER: _ClassVar[int]
     METRICS_SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    NODE_DRAIN_FIELD_NUMBER: _ClassVar[int]
+    NODE_DRAIN_STATUS_FIELD_NUMBER: _ClassVar[int]
+    PING_FIELD_NUMBER: _ClassVar[int]
+    PONG_FIELD_NUMBER: _ClassVar[int]
     PROMPT_LOGPROBS_FIELD_NUMBER: _ClassVar[int]
     PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
     REGISTRY_ANNOUNCE_FIELD_NUMBER: _ClassVar[int]
@@ -105,6 +135,8 @@ class Envelope(_message.Message):
     SESSION_OPEN_FIELD_NUMBER: _ClassVar[int]
     STEP_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
+    coverage: Coverage
+    coverage_query: CoverageQuery
     error: Error
     finish: Finish
     heartbeat: Heartbeat
@@ -119,6 +151,10 @@ class Envelope(_message.Message):
     kept_session_query: KeptSessionQuery
     metrics_query: MetricsQuery
     metrics_snapshot: MetricsSnapshot
+    node_drain: NodeDrain
+    node_drain_status: NodeDrainStatus
+    ping: Ping
+    pong: Pong
     prompt_logprobs: PromptLogprobs
     protocol_version: int
     registry_announce: RegistryAnnounce
@@ -128,7 +164,7 @@ class Envelope(_message.Message):
     session_opened: SessionOpened
     step: Step
     token: Token
-    def __init__(self, protocol_version: _Optional[int] = ..., request_id: _Optional[int] = ..., session_open: _Optional[_Union[SessionOpen, _Mapping]] = ..., session_opened: _Optional[_Union[SessionOpened, _Mapping]] = ..., session_close: _Optional[_Union[SessionClose, _Mapping]] = ..., step: _Optional[_Union[Step, _Mapping]] = ..., token: _Optional[_Union[Token, _Mapping]] = ..., finish: _Optional[_Union[Finish, _Mapping]] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., job_submit: _Optional[_Union[JobSubmit, _Mapping]] = ..., job_cancel: _Optional[_Union[JobCancel, _Mapping]] = ..., job_status_query: _Optional[_Union[JobStatusQuery, _Mapping]] = ..., job_status: _Optional[_Union[JobStatus, _Mapping]] = ..., registry_announce: _Optional[_Union[RegistryAnnounce, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., metrics_snapshot: _Optional[_Union[MetricsSnapshot, _Mapping]] = ..., metrics_query: _Optional[_Union[MetricsQuery, _Mapping]] = ..., kept_session_close: _Optional[_Union[KeptSessionClose, _Mapping]] = ..., kept_session_query: _Optional[_Union[KeptSessionQuery, _Mapping]] = ..., kept_session_list: _Optional[_Union[KeptSessionList, _Mapping]] = ..., kept_session_closed: _Optional[_Union[KeptSessionClosed, _Mapping]] = ..., prompt_logprobs: _Optional[_Union[PromptLogprobs, _Mapping]] = ..., job_attach: _Optional[_Union[JobAttach, _Mapping]] = ...) -> None: ...
+    def __init__(self, protocol_version: _Optional[int] = ..., request_id: _Optional[int] = ..., session_open: _Optional[_Union[SessionOpen, _Mapping]] = ..., session_opened: _Optional[_Union[SessionOpened, _Mapping]] = ..., session_close: _Optional[_Union[SessionClose, _Mapping]] = ..., step: _Optional[_Union[Step, _Mapping]] = ..., token: _Optional[_Union[Token, _Mapping]] = ..., finish: _Optional[_Union[Finish, _Mapping]] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., job_submit: _Optional[_Union[JobSubmit, _Mapping]] = ..., job_cancel: _Optional[_Union[JobCancel, _Mapping]] = ..., job_status_query: _Optional[_Union[JobStatusQuery, _Mapping]] = ..., job_status: _Optional[_Union[JobStatus, _Mapping]] = ..., registry_announce: _Optional[_Union[RegistryAnnounce, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., metrics_snapshot: _Optional[_Union[MetricsSnapshot, _Mapping]] = ..., metrics_query: _Optional[_Union[MetricsQuery, _Mapping]] = ..., kept_session_close: _Optional[_Union[KeptSessionClose, _Mapping]] = ..., kept_session_query: _Optional[_Union[KeptSessionQuery, _Mapping]] = ..., kept_session_list: _Optional[_Union[KeptSessionList, _Mapping]] = ..., kept_session_closed: _Optional[_Union[KeptSessionClosed, _Mapping]] = ..., prompt_logprobs: _Optional[_Union[PromptLogprobs, _Mapping]] = ..., job_attach: _Optional[_Union[JobAttach, _Mapping]] = ..., coverage_query: _Optional[_Union[CoverageQuery, _Mapping]] = ..., coverage: _Optional[_Union[Coverage, _Mapping]] = ..., ping: _Optional[_Union[Ping, _Mapping]] = ..., pong: _Optional[_Union[Pong, _Mapping]] = ..., node_drain: _Optional[_Union[NodeDrain, _Mapping]] = ..., node_drain_status: _Optional[_Union[NodeDrainStatus, _Mapping]] = ...) -> None: ...
 
 class Error(_message.Message):
     __slots__ = ["code", "job_id", "node_id", "queue_depth", "retry_after_seconds", "retryable", "session_id", "text"]
@@ -181,10 +217,18 @@ class Finish(_message.Message):
     def __init__(self, session_id: _Optional[int] = ..., job_id: _Optional[int] = ..., reason: _Optional[_Union[FinishReason, str]] = ..., prompt_tokens: _Optional[int] = ..., generated_tokens: _Optional[int] = ..., queue_seconds: _Optional[float] = ..., first_token_seconds: _Optional[float] = ..., total_seconds: _Optional[float] = ..., replays: _Optional[int] = ..., decode_steps: _Optional[int] = ..., decode_seconds: _Optional[float] = ..., peak_rss_mb: _Optional[float] = ..., cached_tokens: _Optional[int] = ...) -> None: ...
 
 class Heartbeat(_message.Message):
-    __slots__ = ["node_id"]
+    __slots__ = ["draining", "link_troubles", "node_id", "sessions", "step_ms"]
+    DRAINING_FIELD_NUMBER: _ClassVar[int]
+    LINK_TROUBLES_FIELD_NUMBER: _ClassVar[int]
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    STEP_MS_FIELD_NUMBER: _ClassVar[int]
+    draining: bool
+    link_troubles: _containers.RepeatedCompositeFieldContainer[LinkTrouble]
     node_id: str
-    def __init__(self, node_id: _Optional[str] = ...) -> None: ...
+    sessions: int
+    step_ms: float
+    def __init__(self, node_id: _Optional[str] = ..., step_ms: _Optional[float] = ..., sessions: _Optional[int] = ..., link_troubles: _Optional[_Iterable[_Union[LinkTrouble, _Mapping]]] = ..., draining: bool = ...) -> None: ...
 
 class JobAttach(_message.Message):
     __slots__ = ["from_index", "job_id", "stream"]
@@ -312,12 +356,22 @@ class LayerRange(_message.Message):
     end: int
     def __init__(self, begin: _Optional[int] = ..., end: _Optional[int] = ...) -> None: ...
 
+class LinkTrouble(_message.Message):
+    __slots__ = ["endpoint", "node_id", "text"]
+    ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    endpoint: str
+    node_id: str
+    text: str
+    def __init__(self, node_id: _Optional[str] = ..., endpoint: _Optional[str] = ..., text: _Optional[str] = ...) -> None: ...
+
 class MetricsQuery(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
 
 class MetricsSnapshot(_message.Message):
-    __slots__ = ["counters", "gauges", "node_id"]
+    __slots__ = ["counters", "gauges", "node_id", "route_problem"]
     class CountersEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -335,10 +389,48 @@ class MetricsSnapshot(_message.Message):
     COUNTERS_FIELD_NUMBER: _ClassVar[int]
     GAUGES_FIELD_NUMBER: _ClassVar[int]
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    ROUTE_PROBLEM_FIELD_NUMBER: _ClassVar[int]
     counters: _containers.ScalarMap[str, int]
     gauges: _containers.ScalarMap[str, float]
     node_id: str
-    def __init__(self, node_id: _Optional[str] = ..., counters: _Optional[_Mapping[str, int]] = ..., gauges: _Optional[_Mapping[str, float]] = ...) -> None: ...
+    route_problem: str
+    def __init__(self, node_id: _Optional[str] = ..., counters: _Optional[_Mapping[str, int]] = ..., gauges: _Optional[_Mapping[str, float]] = ..., route_problem: _Optional[str] = ...) -> None: ...
+
+class NodeDrain(_message.Message):
+    __slots__ = ["node_id", "timeout_seconds"]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    timeout_seconds: float
+    def __init__(self, node_id: _Optional[str] = ..., timeout_seconds: _Optional[float] = ...) -> None: ...
+
+class NodeDrainStatus(_message.Message):
+    __slots__ = ["moved", "node_id", "staying", "text"]
+    MOVED_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    STAYING_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    moved: int
+    node_id: str
+    staying: int
+    text: str
+    def __init__(self, node_id: _Optional[str] = ..., moved: _Optional[int] = ..., staying: _Optional[int] = ..., text: _Optional[str] = ...) -> None: ...
+
+class Ping(_message.Message):
+    __slots__ = ["sent_micros"]
+    SENT_MICROS_FIELD_NUMBER: _ClassVar[int]
+    sent_micros: int
+    def __init__(self, sent_micros: _Optional[int] = ...) -> None: ...
+
+class Pong(_message.Message):
+    __slots__ = ["link_troubles", "node_id", "sent_micros"]
+    LINK_TROUBLES_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    SENT_MICROS_FIELD_NUMBER: _ClassVar[int]
+    link_troubles: _containers.RepeatedCompositeFieldContainer[LinkTrouble]
+    node_id: str
+    sent_micros: int
+    def __init__(self, sent_micros: _Optional[int] = ..., node_id: _Optional[str] = ..., link_troubles: _Optional[_Iterable[_Union[LinkTrouble, _Mapping]]] = ...) -> None: ...
 
 class PromptLogprobs(_message.Message):
     __slots__ = ["job_id", "tokens"]
@@ -361,30 +453,44 @@ class PromptToken(_message.Message):
     def __init__(self, token_id: _Optional[int] = ..., logprob: _Optional[float] = ..., token_bytes: _Optional[bytes] = ..., top_logprobs: _Optional[_Iterable[_Union[TokenLogprob, _Mapping]]] = ...) -> None: ...
 
 class RegistryAnnounce(_message.Message):
-    __slots__ = ["endpoints", "layers", "model_fingerprint", "node_id"]
+    __slots__ = ["draining", "endpoints", "layers", "layers_digest", "model_fingerprint", "model_name", "node_id", "public_key", "serves"]
+    DRAINING_FIELD_NUMBER: _ClassVar[int]
     ENDPOINTS_FIELD_NUMBER: _ClassVar[int]
+    LAYERS_DIGEST_FIELD_NUMBER: _ClassVar[int]
     LAYERS_FIELD_NUMBER: _ClassVar[int]
     MODEL_FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    MODEL_NAME_FIELD_NUMBER: _ClassVar[int]
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    PUBLIC_KEY_FIELD_NUMBER: _ClassVar[int]
+    SERVES_FIELD_NUMBER: _ClassVar[int]
+    draining: bool
     endpoints: _containers.RepeatedCompositeFieldContainer[Endpoint]
     layers: _containers.RepeatedCompositeFieldContainer[LayerRange]
+    layers_digest: str
     model_fingerprint: str
+    model_name: str
     node_id: str
-    def __init__(self, node_id: _Optional[str] = ..., endpoints: _Optional[_Iterable[_Union[Endpoint, _Mapping]]] = ..., model_fingerprint: _Optional[str] = ..., layers: _Optional[_Iterable[_Union[LayerRange, _Mapping]]] = ...) -> None: ...
+    public_key: str
+    serves: _containers.RepeatedScalarFieldContainer[Stage]
+    def __init__(self, node_id: _Optional[str] = ..., endpoints: _Optional[_Iterable[_Union[Endpoint, _Mapping]]] = ..., model_fingerprint: _Optional[str] = ..., layers: _Optional[_Iterable[_Union[LayerRange, _Mapping]]] = ..., public_key: _Optional[str] = ..., model_name: _Optional[str] = ..., layers_digest: _Optional[str] = ..., draining: bool = ..., serves: _Optional[_Iterable[_Union[Stage, str]]] = ...) -> None: ...
 
 class RouteHop(_message.Message):
-    __slots__ = ["endpoint", "layer_begin", "layer_end", "node_id", "stage"]
+    __slots__ = ["encoding", "endpoint", "layer_begin", "layer_end", "node_id", "public_key", "stage"]
+    ENCODING_FIELD_NUMBER: _ClassVar[int]
     ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     LAYER_BEGIN_FIELD_NUMBER: _ClassVar[int]
     LAYER_END_FIELD_NUMBER: _ClassVar[int]
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    PUBLIC_KEY_FIELD_NUMBER: _ClassVar[int]
     STAGE_FIELD_NUMBER: _ClassVar[int]
+    encoding: Dtype
     endpoint: str
     layer_begin: int
     layer_end: int
     node_id: str
+    public_key: str
     stage: Stage
-    def __init__(self, node_id: _Optional[str] = ..., endpoint: _Optional[str] = ..., stage: _Optional[_Union[Stage, str]] = ..., layer_begin: _Optional[int] = ..., layer_end: _Optional[int] = ...) -> None: ...
+    def __init__(self, node_id: _Optional[str] = ..., endpoint: _Optional[str] = ..., stage: _Optional[_Union[Stage, str]] = ..., layer_begin: _Optional[int] = ..., layer_end: _Optional[int] = ..., public_key: _Optional[str] = ..., encoding: _Optional[_Union[Dtype, str]] = ...) -> None: ...
 
 class SamplingParams(_message.Message):
     __slots__ = ["contrastive", "contrastive_alpha", "contrastive_beta", "early_stopping", "frequency_penalty", "length_penalty", "logit_bias", "max_tokens", "min_p", "min_tokens", "no_repeat_ngram_size", "num_beams", "num_return_sequences", "presence_penalty", "prompt_logprobs", "repeat_last_n", "repeat_penalty", "seed", "stop", "temperature", "top_a", "top_k", "top_logprobs", "top_p"]
