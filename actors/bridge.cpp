@@ -125,6 +125,7 @@ v1::Envelope Bridge::StageAnnounce() const {
   a->set_model_name(ctx_->model_name);
   a->set_public_key(ctx_->public_key);
   a->set_draining(ctx_->draining);
+  a->set_incarnation(ctx_->incarnation);
   if (c.embedding) a->add_serves(v1::STAGE_EMBEDDING);
   if (c.lm_head) a->add_serves(v1::STAGE_LM_HEAD);
   return env;

@@ -58,9 +58,16 @@ uint64_t DefaultMemoryBudget() {
   return 0;
 }
 
-Result<scheduling::LayerSpan> ChooseLayers(const cluster::NodeConfig& config, std::chrono::seconds wait,
-                                           const std::function<bool()>& stopping) {
-  TROUPE_ASSIGN_OR_RETURN(std::unique_ptr<ModelSource> source, ModelSource::Open(config.model));
+namespace {
+
+// How many layers this node may serve, within its memory budget (config,
+// else the GPU's free memory for torch on a GPU, else 90% of MemAvailable).
+struct Room {
+  int64_t layers = 0;
+  uint64_t budget = 0;
+};
+
+Result<Room> RoomFor(const cluster::NodeConfig& config, const ModelSource& source) {
   ModelOptions options;
   options.device = config.device;
   options.backend = config.backend;
@@ -69,11 +76,11 @@ Result<scheduling::LayerSpan> ChooseLayers(const cluster::NodeConfig& config, st
   // What the layers weigh where they will live: the file's blocks for the
   // kernels, values times the dtype for the torch backend (on a GPU, against
   // its free memory: weights and KV cache both live there).
-  std::vector<uint64_t> layer_bytes = LayerBytes(*source);
+  std::vector<uint64_t> layer_bytes = LayerBytes(source);
   uint64_t budget = config.memory_budget_bytes;
   if (backend.backend == Backend::kTorch) {
     const uint64_t element = backend.dtype == "f32" ? 4 : 2;
-    layer_bytes = LayerValues(*source);
+    layer_bytes = LayerValues(source);
     for (uint64_t& b : layer_bytes) b *= element;
     if (budget == 0 && backend.device != "cpu") {
       TROUPE_ASSIGN_OR_RETURN(DeviceMemory memory, DeviceMemoryOf(backend.device));
@@ -83,54 +90,100 @@ Result<scheduling::LayerSpan> ChooseLayers(const cluster::NodeConfig& config, st
   if (budget == 0) budget = DefaultMemoryBudget();
   Result<int64_t> fit = scheduling::LayersThatFit(layer_bytes, budget, config.cache_budget_bytes);
   if (!fit.ok()) return Status::InvalidArgument("layers: auto: " + fit.status().message());
+  return Room{*fit, budget};
+}
 
+// A connection to the head with this node's keys, and the question to ask it.
+struct HeadLine {
+  std::string endpoint;
+  zmq::context_t context{1};
+  std::unique_ptr<transport::Connection> conn;
+  v1::Envelope query;
+};
+
+Result<std::unique_ptr<HeadLine>> OpenHeadLine(const cluster::NodeConfig& config, const ModelSource& source) {
   const cluster::PeerConfig* head = config.FindPeer(config.head_id);
   if (!head || head->endpoint.empty()) {
     return Status::InvalidArgument("layers: auto: no endpoint for head '" + config.head_id + "' (give join)");
   }
   TROUPE_ASSIGN_OR_RETURN(transport::SecurityConfig security, NodeLinkSecurity(config));
-  zmq::context_t context(1);
-  TROUPE_ASSIGN_OR_RETURN(auto conn, transport::Connection::Connect(context, head->endpoint, config.id + "/join",
-                                                                    security, head->public_key));
+  auto line = std::make_unique<HeadLine>();
+  line->endpoint = head->endpoint;
+  TROUPE_ASSIGN_OR_RETURN(line->conn, transport::Connection::Connect(line->context, head->endpoint, config.id + "/join",
+                                                                     security, head->public_key));
   std::filesystem::path model_path(config.model);
   if (model_path.filename().empty()) model_path = model_path.parent_path();
-  v1::Envelope query = NewEnvelope(1);
-  v1::CoverageQuery* q = query.mutable_coverage_query();
+  line->query = NewEnvelope(1);
+  v1::CoverageQuery* q = line->query.mutable_coverage_query();
   q->set_node_id(config.id);
-  q->set_model_fingerprint(source->fingerprint());
+  q->set_model_fingerprint(source.fingerprint());
   q->set_model_name(model_path.filename().string());
+  return line;
+}
 
+struct Counted {
+  std::vector<uint32_t> replicas;
+  std::vector<scheduling::LayerSpan> spans;
+};
+
+Counted CountsOf(const v1::Coverage& coverage, int64_t n_layers) {
+  Counted c;
+  c.replicas.assign(coverage.replicas().begin(), coverage.replicas().end());
+  c.replicas.resize(static_cast<size_t>(n_layers), 0);
+  for (const v1::LayerRange& r : coverage.spans()) c.spans.push_back({r.begin(), r.end()});
+  return c;
+}
+
+}  // namespace
+
+Result<scheduling::LayerSpan> ChooseLayers(const cluster::NodeConfig& config, std::chrono::seconds wait,
+                                           const std::function<bool()>& stopping) {
+  TROUPE_ASSIGN_OR_RETURN(std::unique_ptr<ModelSource> source, ModelSource::Open(config.model));
+  TROUPE_ASSIGN_OR_RETURN(Room room, RoomFor(config, *source));
+  TROUPE_ASSIGN_OR_RETURN(std::unique_ptr<HeadLine> line, OpenHeadLine(config, *source));
   const auto deadline = std::chrono::steady_clock::now() + wait;
   bool said = false;
   while (true) {
-    Result<v1::Coverage> coverage = AskCoverage(*conn, query, 2000);
+    Result<v1::Coverage> coverage = AskCoverage(*line->conn, line->query, 2000);
     if (coverage.ok()) {
-      std::vector<uint32_t> replicas(coverage->replicas().begin(), coverage->replicas().end());
-      replicas.resize(static_cast<size_t>(source->config().n_layers), 0);
-      std::vector<scheduling::LayerSpan> spans;
-      for (const v1::LayerRange& r : coverage->spans()) spans.push_back({r.begin(), r.end()});
-      const scheduling::LayerSpan chosen = scheduling::ChooseSpan(replicas, spans, *fit);
+      const Counted c = CountsOf(*coverage, source->config().n_layers);
+      const scheduling::LayerSpan chosen = scheduling::ChooseSpan(c.replicas, c.spans, room.layers);
       std::cerr << "troupe node " << config.id << ": layers auto: " << chosen.begin << "-" << chosen.end << " of "
-                << replicas.size() << " (room for " << *fit << " in " << Mib(budget) << " with a "
+                << c.replicas.size() << " (room for " << room.layers << " in " << Mib(room.budget) << " with a "
                 << Mib(config.cache_budget_bytes) << " cache budget)" << std::endl;
       return chosen;
     }
     if (coverage.status().code() != StatusCode::kUnavailable) {
-      return Status(coverage.status().code(), "head at " + head->endpoint + " refused: " + coverage.status().message());
+      return Status(coverage.status().code(), "head at " + line->endpoint + " refused: " + coverage.status().message());
     }
     if (stopping && stopping()) return Status(StatusCode::kCancelled, "stopped while choosing layers");
     if (std::chrono::steady_clock::now() >= deadline) {
       return Status::DeadlineExceeded("layers: auto: no answer from head '" + config.head_id + "' at " +
-                                      head->endpoint + " within " + std::to_string(wait.count()) +
+                                      line->endpoint + " within " + std::to_string(wait.count()) +
                                       " s (is it up, and are the keys and allowlists right?)");
     }
     if (!said) {
       said = true;
-      std::cerr << "troupe node " << config.id << ": waiting for head '" << config.head_id << "' at " << head->endpoint
+      std::cerr << "troupe node " << config.id << ": waiting for head '" << config.head_id << "' at " << line->endpoint
                 << " to choose layers" << std::endl;
     }
-    query.set_request_id(query.request_id() + 1);
+    line->query.set_request_id(line->query.request_id() + 1);
   }
+}
+
+Result<std::optional<Move>> CheckMove(const cluster::NodeConfig& config) {
+  TROUPE_ASSIGN_OR_RETURN(std::unique_ptr<ModelSource> source, ModelSource::Open(config.model));
+  TROUPE_ASSIGN_OR_RETURN(Room room, RoomFor(config, *source));
+  TROUPE_ASSIGN_OR_RETURN(std::unique_ptr<HeadLine> line, OpenHeadLine(config, *source));
+  TROUPE_ASSIGN_OR_RETURN(v1::Coverage coverage, AskCoverage(*line->conn, line->query, 2000));
+  const Counted c = CountsOf(coverage, source->config().n_layers);
+  const scheduling::LayerSpan current{config.layer_begin, config.layer_end};
+  std::optional<scheduling::LayerSpan> to = scheduling::BetterSpan(c.replicas, c.spans, current, room.layers);
+  if (!to) return std::optional<Move>();
+  std::vector<uint32_t> after = c.replicas;
+  for (int64_t l = current.begin; l < current.end; ++l) after[l]--;
+  for (int64_t l = to->begin; l < to->end; ++l) after[l]++;
+  return std::optional<Move>(Move{*to, scheduling::WeakestCoverage(c.replicas), scheduling::WeakestCoverage(after)});
 }
 
 }  // namespace troupe::actors

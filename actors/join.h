@@ -9,10 +9,15 @@
 // `wait` has passed, and the node says so on stderr once. Errors: the
 // head's refusal (its text), DeadlineExceeded naming the head's endpoint,
 // InvalidArgument when the budget holds no layer.
+//
+// Later, while it serves, such a node asks again now and then (CheckMove):
+// when the cluster has become lopsided (scheduling::BetterSpan) it drains and
+// starts again, choosing anew (node.h: RunNode).
 #pragma once
 
 #include <chrono>
 #include <functional>
+#include <optional>
 
 #include "cluster/node_config.h"
 #include "pipeline/status.h"
@@ -23,6 +28,17 @@ namespace troupe::actors {
 // `stopping` is asked between tries: true gives up (kCancelled).
 Result<scheduling::LayerSpan> ChooseLayers(const cluster::NodeConfig& config, std::chrono::seconds wait,
                                            const std::function<bool()>& stopping);
+
+// A better span for a node serving config.layer_begin..layer_end, and the
+// cluster's weakest coverage now and after the move.
+struct Move {
+  scheduling::LayerSpan to;
+  uint32_t weakest_now = 0, weakest_after = 0;
+};
+
+// One CoverageQuery (2 s): a Move when the node should go, nullopt when it
+// should stay; Unavailable when the head did not answer (stay, ask later).
+Result<std::optional<Move>> CheckMove(const cluster::NodeConfig& config);
 
 // 90% of MemAvailable from /proc/meminfo; 0 when it cannot be read.
 uint64_t DefaultMemoryBudget();

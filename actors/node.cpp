@@ -15,6 +15,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <random>
 #include <thread>
 
 #include "actors/bridge.h"
@@ -107,6 +108,7 @@ std::string ModelName(const std::string& path) {
 Status LoadModel(const cluster::NodeConfig& c, NodeContext* ctx, std::shared_ptr<Decoder>* decoder) {
   TROUPE_ASSIGN_OR_RETURN(std::unique_ptr<ModelSource> source, ModelSource::Open(c.model));
   ctx->fingerprint = source->fingerprint();
+  ctx->incarnation = std::random_device{}() | (uint64_t{std::random_device{}()} << 32) | 1;
   ctx->model_name = ModelName(c.model);
   ModelOptions options;
   options.threads = c.threads;
@@ -446,8 +448,22 @@ int RunNode(const cluster::NodeConfig& given) {
   std::optional<std::chrono::steady_clock::time_point> drain_since;
   uint64_t said = std::numeric_limits<uint64_t>::max();
   auto say = [&](const std::string& text) { std::cerr << "troupe node " << config.id << ": " << text << std::endl; };
+  // Moving (layers: auto): ask every rebalance_seconds (jittered, so that
+  // nodes do not all move at once) whether a better span raises the weakest
+  // coverage; a second answer saying so, a little later, starts the move.
+  const bool moves = config.layers_auto && config.shard && !config.head && config.rebalance_seconds > 0;
+  std::mt19937_64 rng{std::random_device{}()};
+  auto after = [&](double lo, double hi) {
+    const double s = config.rebalance_seconds * std::uniform_real_distribution<double>(lo, hi)(rng);
+    return std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(s * 1000));
+  };
+  auto next_check = after(0.5, 1.0);
+  std::optional<scheduling::LayerSpan> seen;  // the span the last answer said to move to
+  bool moving = false;
+  auto span_text = [](int64_t b, int64_t e) { return std::to_string(b) + "-" + std::to_string(e); };
   while (true) {
     const int signal = stop.WaitSignal(200);
+    if (signal == SIGINT || signal == SIGTERM) moving = false;  // told to stop: no coming back
     if (signal == SIGHUP) {  // re-read the key files; a bad file keeps the keys in force
       Status st = (*node)->ReloadKeys();
       std::cerr << "troupe node " << config.id << ": SIGHUP: "
@@ -464,6 +480,25 @@ int RunNode(const cluster::NodeConfig& given) {
     }
     if (signal != 0) break;
     if (parent_gone()) break;
+    if (moves && !(*node)->Draining() && std::chrono::steady_clock::now() >= next_check) {
+      Result<std::optional<Move>> move = CheckMove(config);
+      if (move.ok() && move->has_value()) {
+        const Move& m = **move;
+        if (seen && seen->begin == m.to.begin && seen->end == m.to.end) {
+          say("the cluster is lopsided: moving from layers " + span_text(config.layer_begin, config.layer_end) +
+              " to " + span_text(m.to.begin, m.to.end) + " (weakest coverage " + std::to_string(m.weakest_now) +
+              " -> " + std::to_string(m.weakest_after) + "): draining, then starting again");
+          moving = true;
+          (*node)->BeginDrain();
+          continue;
+        }
+        seen = m.to;
+        next_check = after(0.25, 0.5);
+      } else {
+        seen.reset();
+        next_check = after(0.5, 1.0);
+      }
+    }
     if (!drains || !(*node)->Draining()) continue;
     const auto now = std::chrono::steady_clock::now();
     if (!drain_since) drain_since = now;
@@ -498,7 +533,7 @@ int RunNode(const cluster::NodeConfig& given) {
     std::_Exit(2);
   }).detach();
   (*node)->Stop();
-  return 0;
+  return moving ? kExitToMove : 0;
 }
 
 }  // namespace troupe::actors

@@ -79,6 +79,12 @@ Status WriteReadyFile(const cluster::NodeConfig& config, const Node& node);
 // finish, and it leaves once none is left or after drain_timeout_seconds (a
 // second SIGTERM, or SIGINT, leaves at once). SIGHUP re-reads the HTTP API key files (logged either way). Returns the
 // process exit code; errors are printed to stderr.
+//
+// A shard with `layers: auto` also moves when the cluster becomes lopsided
+// (join.h: CheckMove, every rebalance_seconds; two answers in a row): it
+// drains as above and returns kExitToMove, and the caller starts it again
+// (the same command: it chooses its layers anew).
 int RunNode(const cluster::NodeConfig& config);
+constexpr int kExitToMove = 75;
 
 }  // namespace troupe::actors

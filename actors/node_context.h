@@ -107,6 +107,7 @@ struct NodeContext {
   std::string node_endpoint;  // advertised node listener address
   std::string job_endpoint;   // head: bound job endpoint address
   std::string fingerprint;    // of the model
+  uint64_t incarnation = 0;   // random at each start (RegistryAnnounce.incarnation)
   std::string model_name;     // its file or folder name, for messages
   std::string public_key;     // this node's CURVE public key (Z85); empty when plain
   // pipeline/format/weight_digest.h: a head's of every layer, a shard's of

@@ -347,16 +347,21 @@ class SchedulerActor : public StageActor {
     refused_said_.erase(a.node_id());
     Heard(a.node_id());
     sched::Registry& registry = jobs_.registry();
-    const bool fresh = registry.Find(a.node_id()) == nullptr;
+    const sched::ShardEntry* known = registry.Find(a.node_id());
     sched::ShardEntry entry{a.node_id(), endpoint, begin, end, false, Clock::now()};
     entry.public_key = a.public_key();
+    entry.incarnation = a.incarnation();
+    const bool restarted = registry.Restarted(entry);
+    const bool fresh = known == nullptr || restarted;
+    const std::string before = known ? std::to_string(known->layer_begin) + "-" + std::to_string(known->layer_end) : "";
     registry.Upsert(std::move(entry));
     if (auto t = troubles_.find(a.node_id()); t != troubles_.end() && !t->second.empty()) {
       registry.SetTrouble(a.node_id(), t->second.begin()->second);  // it left and came back: still troubled
     }
     if (fresh) {
-      Say("shard '" + a.node_id() + "' joined: layers " + std::to_string(begin) + "-" + std::to_string(end) + " at " +
-          endpoint);
+      Say("shard '" + a.node_id() + "' " + (restarted ? "joined again" : "joined") + ": layers " +
+          std::to_string(begin) + "-" + std::to_string(end) + " at " + endpoint +
+          (restarted ? " (was " + before + ")" : ""));
       (void)ctx_->links->ConnectTo(a.node_id(), endpoint);  // dial early: the first job does not wait
     }
     if (a.draining()) Draining(a.node_id());
@@ -379,6 +384,7 @@ class SchedulerActor : public StageActor {
     const bool fresh = registry.Find(a.node_id()) == nullptr;
     sched::ShardEntry entry{a.node_id(), endpoint, 0, 0, false, Clock::now()};
     entry.public_key = a.public_key();
+    entry.incarnation = a.incarnation();
     std::string serves;
     for (int s : a.serves()) {
       if (s != v1::STAGE_EMBEDDING && s != v1::STAGE_LM_HEAD) continue;

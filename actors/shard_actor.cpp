@@ -301,6 +301,7 @@ class ShardActor : public StageActor {
     a->set_model_name(ctx_->model_name);
     if (ctx_->digests) a->set_layers_digest(ctx_->digests->Span(decoder_->begin_layer(), decoder_->end_layer()));
     a->set_draining(ctx_->draining);
+    a->set_incarnation(ctx_->incarnation);
     (void)sender_.ToNode(head, peer->endpoint, std::move(env));  // best effort; repeated every tick
     ScheduleRetry();
   }

@@ -7,10 +7,17 @@
 //   troupe node --join tcp://10.0.0.1:5601 --id shard-7 --layers auto
 //     --listen tcp://0.0.0.0:5601 --advertise tcp://10.0.0.7:5601
 //     --secret-key keys/shard-7/node.key --allowlist keys/allowlist --head-key keys/head.pub
-// (one command line).
+// (one command line). A node that moves (RunNode returns kExitToMove) is
+// started again by re-executing this same command line in the same process
+// (same pid, so supervisors and `cluster up` keep tracking it).
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <unistd.h>
 
@@ -21,12 +28,32 @@
 namespace troupe::app {
 namespace {
 
+// execv of this process's own command line; returns only on failure.
+void StartAgain() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> args;
+  for (size_t at = 0; at < all.size();) {
+    const size_t end = all.find('\0', at);
+    args.push_back(all.substr(at, end == std::string::npos ? std::string::npos : end - at));
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  if (args.empty()) return;
+  ::execv("/proc/self/exe", argv.data());
+  std::perror("troupe node: starting again failed");
+}
+
 struct NodeFlags {
   std::string config, join, id, model, layers, listen, advertise, secret_key, head_key, allowlist;
   std::optional<double> memory_budget_mb, cache_budget_mb;
   std::optional<int> threads;
   std::string device, backend, dtype;
   bool insecure = false;
+  std::optional<double> rebalance_seconds;
 };
 
 Status ParseLayers(const std::string& text, cluster::NodeConfig* c) {
@@ -77,6 +104,7 @@ Result<cluster::NodeConfig> ConfigFromFlags(const NodeFlags& f) {
   if (!f.device.empty()) c.device = f.device;
   if (!f.backend.empty()) c.backend = f.backend;
   if (!f.dtype.empty()) c.dtype = f.dtype;
+  if (f.rebalance_seconds) c.rebalance_seconds = *f.rebalance_seconds;
   if (!f.join.empty()) {
     if (Status st = cluster::JoinHead(&c, f.join, f.head_key); !st.ok()) {
       return Status::InvalidArgument(what + ": --join: " + st.message());
@@ -110,12 +138,21 @@ void RegisterNode(CLI::App& app) {
   cmd->add_option("--device", f->device, "cpu, cuda or cuda:N (default: the file's, else cpu)");
   cmd->add_option("--backend", f->backend, "auto, kernels or torch (default: the file's, else auto)");
   cmd->add_option("--dtype", f->dtype, "Torch backend: auto, bf16, f16 or f32 (default: the file's, else auto)");
+  cmd->add_option("--rebalance-seconds", f->rebalance_seconds,
+                  "With --layers auto: how often to ask whether to move to better layers (0 = never; default 120)");
   cmd->add_flag("--insecure", f->insecure, "Allow plain (no CURVE) links on non-loopback addresses");
   cmd->callback([f] {
     if (f->config.empty() && f->join.empty()) return Fail("troupe node: give --config FILE or --join HEAD_ENDPOINT");
     Result<cluster::NodeConfig> config = ConfigFromFlags(*f);
     if (!config.ok()) return Fail(config.status().ToString());
-    SetExitCode(actors::RunNode(*config));
+    const int code = actors::RunNode(*config);
+    if (code == actors::kExitToMove) {
+      std::cerr << "troupe node " << config->id << ": starting again to choose layers anew" << std::endl;
+      StartAgain();
+      SetExitCode(1);
+      return;
+    }
+    SetExitCode(code);
   });
 }
 

@@ -6,9 +6,18 @@
 
 namespace troupe::scheduling {
 
+bool Registry::Restarted(const ShardEntry& entry) const {
+  auto it = nodes_.find(entry.node_id);
+  return it != nodes_.end() && entry.incarnation != 0 && it->second.incarnation != 0 &&
+         entry.incarnation != it->second.incarnation;
+}
+
 void Registry::Upsert(ShardEntry entry) {
   auto it = nodes_.find(entry.node_id);
-  if (it != nodes_.end()) {  // a refreshed announce keeps what was measured
+  if (it != nodes_.end() && Restarted(entry)) {  // a new process: nothing carries over but the link
+    if (it->second.fixed) entry.fixed = true;
+    if (entry.rtt_ms < 0) entry.rtt_ms = it->second.rtt_ms;
+  } else if (it != nodes_.end()) {  // a refreshed announce keeps what was measured
     if (it->second.fixed) entry.fixed = true;
     if (entry.step_ms < 0) entry.step_ms = it->second.step_ms;
     if (entry.rtt_ms < 0) entry.rtt_ms = it->second.rtt_ms;
@@ -17,6 +26,7 @@ void Registry::Upsert(ShardEntry entry) {
     if (entry.unreachable.empty()) entry.unreachable = it->second.unreachable;
     if (entry.stages.empty()) entry.stages = it->second.stages;
     entry.draining = entry.draining || it->second.draining;
+    if (entry.incarnation == 0) entry.incarnation = it->second.incarnation;
   }
   nodes_[entry.node_id] = std::move(entry);
 }

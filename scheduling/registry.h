@@ -65,6 +65,7 @@ struct ShardEntry {
   std::map<std::string, std::string> unreachable{};  // nodes it cannot send to -> why (its heartbeats)
   bool draining = false;                             // leaving: no new sessions (SetDraining)
   std::vector<int> stages{};  // a stage node: the v1::Stage values it runs (no layers); empty for a shard
+  uint64_t incarnation = 0;   // its process's (RegistryAnnounce.incarnation); 0 = not told
 };
 
 // One shard span of a route.
@@ -81,9 +82,14 @@ class Registry {
   // Announces older than `ttl` make a node unroutable.
   explicit Registry(std::chrono::milliseconds ttl = std::chrono::seconds(10)) : ttl_(ttl) {}
 
-  // Adds or refreshes a node (an announce or a config peer).
+  // Adds or refreshes a node (an announce or a config peer). A refresh keeps
+  // what was measured and whether it drains; an entry with another non-zero
+  // incarnation is the node started again: it keeps only `fixed` and the
+  // link's round trip (Restarted tells the two apart).
   void Upsert(ShardEntry entry);
   void Remove(const std::string& node_id);
+  // Whether Upsert(entry) would replace a known node's earlier process.
+  bool Restarted(const ShardEntry& entry) const;
   // A heartbeat from a known node: it is alive now. Unknown nodes are ignored
   // (they join by announcing).
   void Touch(const std::string& node_id, std::chrono::steady_clock::time_point now);

@@ -66,4 +66,29 @@ LayerSpan ChooseSpan(const std::vector<uint32_t>& replicas, const std::vector<La
   return best;
 }
 
+uint32_t WeakestCoverage(const std::vector<uint32_t>& replicas) {
+  return replicas.empty() ? 0 : *std::min_element(replicas.begin(), replicas.end());
+}
+
+std::optional<LayerSpan> BetterSpan(const std::vector<uint32_t>& replicas, const std::vector<LayerSpan>& spans,
+                                    LayerSpan current, int64_t max_layers) {
+  const int64_t n = static_cast<int64_t>(replicas.size());
+  if (n == 0 || current.begin < 0 || current.end > n || current.begin >= current.end) return std::nullopt;
+  std::vector<uint32_t> without = replicas;
+  for (int64_t l = current.begin; l < current.end; ++l) {
+    if (without[l] == 0) return std::nullopt;  // the counts do not include this node: nothing to judge
+    without[l]--;
+  }
+  std::vector<LayerSpan> others = spans;
+  auto self = std::find_if(others.begin(), others.end(),
+                           [&](const LayerSpan& s) { return s.begin == current.begin && s.end == current.end; });
+  if (self != others.end()) others.erase(self);
+  const LayerSpan target = ChooseSpan(without, others, max_layers);
+  if (target.begin == current.begin && target.end == current.end) return std::nullopt;
+  std::vector<uint32_t> after = without;
+  for (int64_t l = target.begin; l < target.end; ++l) after[l]++;
+  if (WeakestCoverage(after) <= WeakestCoverage(replicas)) return std::nullopt;
+  return target;
+}
+
 }  // namespace troupe::scheduling

@@ -14,10 +14,19 @@
 // part of a wider one; in a cluster with every layer served once it takes
 // the span with the fewest replicas.
 //
+// Moving: a node that chose its span may later find the cluster lopsided
+// (nodes died or left, so some layers have far fewer replicas than the
+// ones it serves). BetterSpan says where it should go: the span ChooseSpan
+// gives for the cluster without this node, when taking it raises the
+// cluster's weakest coverage strictly above what it is with the node where
+// it is (Petals rebalances on its throughput estimate the same way). So a
+// node never moves into a tie, and never opens a gap where it leaves.
+//
 // Plain functions; no sockets or actors.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "pipeline/status.h"
@@ -41,5 +50,12 @@ struct LayerSpan {
 // `replicas[i]`: live nodes serving layer i now; `spans`: their spans.
 // `max_layers` >= 1. An empty model gives {0, 0}.
 LayerSpan ChooseSpan(const std::vector<uint32_t>& replicas, const std::vector<LayerSpan>& spans, int64_t max_layers);
+
+// `replicas` and `spans` count this node, serving `current`. nullopt: stay.
+std::optional<LayerSpan> BetterSpan(const std::vector<uint32_t>& replicas, const std::vector<LayerSpan>& spans,
+                                    LayerSpan current, int64_t max_layers);
+
+// The lowest replica count over all layers (0 for an empty model).
+uint32_t WeakestCoverage(const std::vector<uint32_t>& replicas);
 
 }  // namespace troupe::scheduling

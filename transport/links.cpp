@@ -67,7 +67,7 @@ Result<LinkId> Links::ConnectTo(const std::string& node_id, const std::string& e
     // peer's allowlist may have changed), at the address asked for.
     const bool retry_refused = d.refusals > 0 && !d.up && down_for >= redial_after_;
     if (!retry_refused && (endpoint.empty() || d.endpoint == endpoint)) return d.link;
-    if (!retry_refused && (d.up || down_for < redial_after_)) {
+    if (!retry_refused && (d.up || (!d.lost && down_for < redial_after_))) {
       if (d.other_names.insert(endpoint).second) {
         line = "node '" + node_id + "' is also named at " + endpoint + "; keeping its one link to " + d.endpoint +
                (d.up ? " (up)" : " (connecting)") + " and moving only if that stays down " +
@@ -175,6 +175,8 @@ Links::Change Links::OnEvent(LinkId link, const LinkEvent& event) {
     }
     if (d.troubled != was_troubled) change = TroubleOf(node->second, d);
     out.lost = was_up && !d.up;
+    if (out.lost) d.lost = true;
+    if (d.up) d.lost = false;
   }
   if (change) {
     Log(change->text.empty() ? "link to node '" + change->node_id + "' at " + change->endpoint + " is up again"

@@ -16,13 +16,16 @@
 //
 //   link up (handshake done, no disconnect since)  -> keep it; the other
 //                                                     address is logged once
-//   link down for less than redial_after_ms        -> keep it (ZeroMQ retries)
-//   link down for redial_after_ms or more           -> dial the new address
-//     (counted in redials(), logged); "down" counts from the dial or from
-//     the last disconnect
+//   link lost (it was up, then disconnected)        -> dial the new address
+//     at once: the peer stopped or moved (a node started again elsewhere,
+//     or on another port, after a drain)
+//   link not up yet, dialled less than redial_after_ms ago -> keep it
+//     (ZeroMQ retries; tearing it down mid-handshake is what made shards deaf)
+//   link not up yet for redial_after_ms or more     -> dial the new address
+//   (each redial counted in redials(), logged)
 //
-// so a peer that really moved is found within redial_after_ms, and two
-// addresses of a live peer never alternate. Link state comes from the poll
+// so a peer that really moved is found at once or within redial_after_ms,
+// and two addresses of a live peer never alternate. Link state comes from the poll
 // loop's connection events: its owner passes every on_event to OnEvent.
 //
 // Trouble: a link whose peer refused this node's key (ZAP 400: this node is
@@ -155,6 +158,7 @@ class Links {
     std::string endpoint;
     LinkId link = 0;
     bool up = false;                      // handshake done, no disconnect since
+    bool lost = false;                    // it was up, then went down (until it is up again)
     Clock::time_point down_since;         // the dial, or the last disconnect
     std::set<std::string> other_names;    // other endpoints it was asked for (logged once each)
     uint64_t refusals = 0, failures = 0;  // handshakes refused / failed since the last success

@@ -9,9 +9,11 @@ weights: the layer digests differ)."""
 import json
 import os
 import pathlib
+import re
 import shutil
 import signal
 import subprocess
+import threading
 import time
 
 import gguf
@@ -147,4 +149,83 @@ def test_a_node_with_another_model_is_refused_at_both_ends(troupe_bin, model_pat
     finally:
         for p in procs:
             _stop(p)
+        c.stop()
+
+
+# SmolLM2's largest layer is 2.11 MiB: with a 32 MiB cache budget and the
+# 96 MiB allowance for the process, 160.5 MiB holds 15 layers and not 16.
+HALF_MODEL_BUDGET_MB = "160.5"
+
+
+def _spans(status):
+    """Layer spans of the live shards that take sessions (the head and draining nodes left out)."""
+    return sorted((n["layer_begin"], n["layer_end"]) for i, n in status.items()
+                  if i != "head" and not n.get("draining") and n.get("layer_end", 0) > n.get("layer_begin", 0))
+
+
+def test_a_node_moves_when_the_cluster_becomes_lopsided_and_loses_no_job(troupe_bin, model_path):
+    """Two config shards (0-15, 15-30) and three auto joiners that hold 15
+    layers each settle as 3/2 replicas; the config shard on 15-30 dies (3/1),
+    one joiner on 0-15 drains, starts again in the same process and takes
+    15-30 (2/2). Jobs run throughout, greedy and sampled, and every one
+    answers as the single process does."""
+    greedy = ("Name three rivers in Europe.", ("--max-tokens", "24"))
+    sampled = ("Write a haiku about rain.", ("--max-tokens", "24", "--temperature", "0.8", "--top-p", "0.9",
+                                             "--seed", "11"))
+    expected = {p: tokens(generate(p, *f)) for p, f in (greedy, sampled)}
+    c = Cluster(shards=2, extra=("--cache-budget-mb", "32"), prepare=_add_joiner_key)
+    joiners = []
+    stop_jobs = threading.Event()
+    outcomes = []
+    try:
+        assert [n["layers"] for n in c.info["nodes"][1:]] == [[0, 15], [15, 30]]
+        for i, want in enumerate(((0, 15), (15, 30), (0, 15))):
+            proc, log = _start_node(c, f"joiner-{i}", "--layers", "auto", "--memory-budget-mb", HALF_MODEL_BUDGET_MB,
+                                    "--rebalance-seconds", "3")
+            joiners.append((proc, log))
+            _wait(f"joiner-{i} to join", lambda: f"joiner-{i}" in _status(c))
+            assert f"layers auto: {want[0]}-{want[1]} of 30 (room for 15" in _read(log), _read(log)
+        _wait("3 and 2 replicas", lambda: _spans(_status(c)) == [(0, 15)] * 3 + [(15, 30)] * 2)
+        time.sleep(8)  # balanced: several rebalance checks pass and nobody moves
+        assert _spans(_status(c)) == [(0, 15)] * 3 + [(15, 30)] * 2
+        assert all("moving" not in _read(log) for _, log in joiners)
+
+        def jobs():
+            while not stop_jobs.is_set():
+                for prompt, flags in (greedy, sampled):
+                    p = run("submit", "--endpoint", c.endpoint, "--prompt", prompt, *flags, "--json")
+                    outcomes.append((prompt, p.returncode, p.stderr,
+                                     tokens(json_lines(p.stdout)) if p.returncode == 0 else None))
+
+        worker = threading.Thread(target=jobs)
+        worker.start()
+        os.kill(c.info["nodes"][2]["pid"], signal.SIGKILL)  # shard-1, the config node on 15-30: now 3/1
+        _wait("a joiner to move to 15-30 (2/2)", lambda: _spans(_status(c)) == [(0, 15)] * 2 + [(15, 30)] * 2,
+              timeout=90)
+        time.sleep(3)
+        stop_jobs.set()
+        worker.join(timeout=120)
+        logs = {i: _read(log) for i, (_, log) in enumerate(joiners)}
+        moved = [i for i, text in logs.items() if "the cluster is lopsided: moving from layers 0-15 to 15-30" in text]
+        assert moved and 1 not in moved, logs
+        for i in moved:
+            text = logs[i]
+            assert "weakest coverage 1 -> 2" in text and "starting again to choose layers anew" in text, text
+            assert text.count("layers auto:") == 2, text
+            assert joiners[i][0].poll() is None  # the same process, serving again
+        head_log = (c.dir / "logs" / "head.log").read_text()
+        # Drained, it left the registry; started again, it joins on its new layers.
+        assert all(f"node 'joiner-{i}' is draining" in head_log for i in moved), head_log
+        assert any(re.search(f"shard 'joiner-{i}' joined( again)?: layers 15-30", head_log) for i in moved), head_log
+        assert outcomes, "no job ran during the move"
+        for prompt, code, err, got in outcomes:
+            assert code == 0, err
+            assert got == expected[prompt], (prompt, got)
+        # The cluster stays balanced: no further moves.
+        time.sleep(8)
+        assert _spans(_status(c)) == [(0, 15)] * 2 + [(15, 30)] * 2
+    finally:
+        stop_jobs.set()
+        for proc, _ in joiners:
+            _stop(proc)
         c.stop()

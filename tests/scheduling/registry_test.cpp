@@ -183,5 +183,35 @@ TEST(RegistryTest, AHopToANodeItsPredecessorCannotReachIsNeverTaken) {
   EXPECT_TRUE(r.Routable(30, now));
 }
 
+TEST(RegistryTest, ANodeStartedAgainIsNoLongerDraining) {
+  Registry r;
+  const auto now = std::chrono::steady_clock::now();
+  ShardEntry first{"a", "tcp://a", 0, 4, false, now};
+  first.incarnation = 7;
+  r.Upsert(first);
+  r.Report("a", 2.5, 3);
+  r.SetDraining("a");
+  // The same process announcing again (late, or saying it drains): still draining.
+  ShardEntry again = first;
+  EXPECT_FALSE(r.Restarted(again));
+  r.Upsert(again);
+  EXPECT_TRUE(r.Find("a")->draining);
+  EXPECT_FALSE(r.Routable(4, now));
+  // A new process (moved to other layers): a fresh entry, routable, measured anew.
+  ShardEntry moved{"a", "tcp://a2", 0, 4, false, now};
+  moved.incarnation = 9;
+  EXPECT_TRUE(r.Restarted(moved));
+  r.Upsert(moved);
+  EXPECT_FALSE(r.Find("a")->draining);
+  EXPECT_LT(r.Find("a")->step_ms, 0);
+  EXPECT_EQ(r.Find("a")->endpoint, "tcp://a2");
+  EXPECT_TRUE(r.Routable(4, now));
+  // An announce without an incarnation (an older node) refreshes and keeps it.
+  ShardEntry old{"a", "tcp://a2", 0, 4, false, now};
+  EXPECT_FALSE(r.Restarted(old));
+  r.Upsert(old);
+  EXPECT_EQ(r.Find("a")->incarnation, 9u);
+}
+
 }  // namespace
 }  // namespace troupe::scheduling

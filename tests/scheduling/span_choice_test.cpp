@@ -69,5 +69,35 @@ TEST(SpanChoiceTest, LayersThatFitCountTheCacheAndOverhead) {
   EXPECT_NE(none.status().message().find("holds no layer"), std::string::npos) << none.status().message();
 }
 
+TEST(SpanChoiceTest, ANodeMovesWhenThatRaisesTheWeakestCoverage) {
+  // Three on the first half, one on the second: one of the three moves over.
+  const std::vector<LayerSpan> live = {{0, 15}, {0, 15}, {0, 15}, {15, 30}};
+  auto move = BetterSpan(Counts(30, live), live, {0, 15}, 15);
+  ASSERT_TRUE(move.has_value());
+  ExpectSpan(*move, 15, 30);
+  // The lone node on the second half stays: leaving would open a gap.
+  EXPECT_FALSE(BetterSpan(Counts(30, live), live, {15, 30}, 15).has_value());
+  // A gap left by a dead node is filled from a span served twice.
+  const std::vector<LayerSpan> gap = {{0, 10}, {0, 10}, {10, 20}};
+  auto fill = BetterSpan(Counts(30, gap), gap, {0, 10}, 10);
+  ASSERT_TRUE(fill.has_value());
+  ExpectSpan(*fill, 20, 30);
+}
+
+TEST(SpanChoiceTest, ANodeStaysWhenAMoveWouldOnlyTie) {
+  // 2 and 1: moving one of the two gives 1 and 2, no better.
+  const std::vector<LayerSpan> live = {{0, 15}, {0, 15}, {15, 30}};
+  EXPECT_FALSE(BetterSpan(Counts(30, live), live, {0, 15}, 15).has_value());
+  // Balanced: nobody moves.
+  const std::vector<LayerSpan> even = {{0, 15}, {15, 30}, {0, 15}, {15, 30}};
+  for (const LayerSpan& s : even) EXPECT_FALSE(BetterSpan(Counts(30, even), even, s, 15).has_value());
+  // A gap no node can fill without opening another: stay.
+  const std::vector<LayerSpan> thin = {{0, 10}, {10, 20}};
+  EXPECT_FALSE(BetterSpan(Counts(30, thin), thin, {0, 10}, 10).has_value());
+  // Counts that do not include the node (it is draining, say): no judgement.
+  const std::vector<LayerSpan> others = {{15, 30}};
+  EXPECT_FALSE(BetterSpan(Counts(30, others), others, {0, 15}, 15).has_value());
+}
+
 }  // namespace
 }  // namespace troupe::scheduling

@@ -453,9 +453,10 @@ class PromptToken(_message.Message):
     def __init__(self, token_id: _Optional[int] = ..., logprob: _Optional[float] = ..., token_bytes: _Optional[bytes] = ..., top_logprobs: _Optional[_Iterable[_Union[TokenLogprob, _Mapping]]] = ...) -> None: ...
 
 class RegistryAnnounce(_message.Message):
-    __slots__ = ["draining", "endpoints", "layers", "layers_digest", "model_fingerprint", "model_name", "node_id", "public_key", "serves"]
+    __slots__ = ["draining", "endpoints", "incarnation", "layers", "layers_digest", "model_fingerprint", "model_name", "node_id", "public_key", "serves"]
     DRAINING_FIELD_NUMBER: _ClassVar[int]
     ENDPOINTS_FIELD_NUMBER: _ClassVar[int]
+    INCARNATION_FIELD_NUMBER: _ClassVar[int]
     LAYERS_DIGEST_FIELD_NUMBER: _ClassVar[int]
     LAYERS_FIELD_NUMBER: _ClassVar[int]
     MODEL_FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
@@ -465,6 +466,7 @@ class RegistryAnnounce(_message.Message):
     SERVES_FIELD_NUMBER: _ClassVar[int]
     draining: bool
     endpoints: _containers.RepeatedCompositeFieldContainer[Endpoint]
+    incarnation: int
     layers: _containers.RepeatedCompositeFieldContainer[LayerRange]
     layers_digest: str
     model_fingerprint: str
@@ -472,7 +474,7 @@ class RegistryAnnounce(_message.Message):
     node_id: str
     public_key: str
     serves: _containers.RepeatedScalarFieldContainer[Stage]
-    def __init__(self, node_id: _Optional[str] = ..., endpoints: _Optional[_Iterable[_Union[Endpoint, _Mapping]]] = ..., model_fingerprint: _Optional[str] = ..., layers: _Optional[_Iterable[_Union[LayerRange, _Mapping]]] = ..., public_key: _Optional[str] = ..., model_name: _Optional[str] = ..., layers_digest: _Optional[str] = ..., draining: bool = ..., serves: _Optional[_Iterable[_Union[Stage, str]]] = ...) -> None: ...
+    def __init__(self, node_id: _Optional[str] = ..., endpoints: _Optional[_Iterable[_Union[Endpoint, _Mapping]]] = ..., model_fingerprint: _Optional[str] = ..., layers: _Optional[_Iterable[_Union[LayerRange, _Mapping]]] = ..., public_key: _Optional[str] = ..., model_name: _Optional[str] = ..., layers_digest: _Optional[str] = ..., draining: bool = ..., serves: _Optional[_Iterable[_Union[Stage, str]]] = ..., incarnation: _Optional[int] = ...) -> None: ...
 
 class RouteHop(_message.Message):
     __slots__ = ["encoding", "endpoint", "layer_begin", "layer_end", "node_id", "public_key", "stage"]
