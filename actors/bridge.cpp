@@ -101,6 +101,12 @@ void Bridge::Heartbeat() {
   hb->set_step_ms(step_ms_);
   hb->set_sessions(static_cast<uint32_t>(ctx_->counters.sessions_open.load()));
   hb->set_draining(ctx_->draining);
+  hb->set_rss_bytes(ResidentBytes());
+  hb->set_version(kTroupeVersion);
+  hb->set_device(ctx_->device_text);
+  hb->set_cache_bytes(ctx_->counters.cache_bytes_in_use.load() + ctx_->counters.cache_bytes_parked.load());
+  hb->set_cache_budget_bytes(ctx_->config.shard ? ctx_->config.cache_budget_bytes : 0);
+  hb->set_steps_total(ctx_->counters.steps_total.load());
   for (const transport::LinkTrouble& t : ctx_->links->Troubles()) {
     v1::LinkTrouble* out = hb->add_link_troubles();
     out->set_node_id(t.node_id);

@@ -43,12 +43,14 @@ class EmbeddingActor : public StageActor {
       const int64_t end = std::min(n, begin + kPrefillChunk);
       std::vector<int32_t> ids(s.token_ids().begin() + begin, s.token_ids().begin() + end);
       Result<at::Tensor> hidden = Status::Internal("not run");
+      const int64_t compute_begin = SteadyNs();
       try {
         ComputeTimer timer(ctx_->counters.compute_ns);
         hidden = ctx_->embedding->Forward(ids);
       } catch (const std::exception& e) {
         hidden = Status::Internal(std::string("embedding: ") + e.what());
       }
+      const int64_t compute_end = SteadyNs();
       if (!hidden.ok()) {
         return ReportFailure(s.session_id(),
                              hidden.status().code() == StatusCode::kInvalidArgument ? v1::BAD_REQUEST : v1::INTERNAL,
@@ -63,6 +65,8 @@ class EmbeddingActor : public StageActor {
       *next.mutable_rest_of_route() = end == n || s.all_logits() ? s.rest_of_route() : shards_only;
       next.set_all_logits(s.all_logits());
       *next.mutable_parent_rows() = s.parent_rows();  // a beam step: one token per row (never chunked)
+      StampHop(s, next, *ctx_, v1::STAGE_EMBEDDING, begin == 0 ? m.arrived_ns : compute_begin, compute_begin,
+               compute_end);
       ctx_->counters.steps_total++;
       Status st = sender_.ForwardStep(std::move(next), std::move(*hidden));
       if (!st.ok()) {

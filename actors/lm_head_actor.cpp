@@ -66,6 +66,7 @@ class LmHeadActor : public StageActor {
     };
     Result<at::Tensor> logits = Status::Internal("not run");
     int64_t n_logit_rows = 0;
+    const int64_t compute_begin = SteadyNs();
     try {
       std::vector<at::Tensor> rows;
       for (const StepMessage& m : batch) {
@@ -86,6 +87,7 @@ class LmHeadActor : public StageActor {
       }
       return;
     }
+    const int64_t compute_end = SteadyNs();
     ctx_->counters.steps_total += batch.size();
     ctx_->counters.batches_total++;
     ctx_->counters.batch_rows_total += static_cast<uint64_t>(n_logit_rows);
@@ -102,6 +104,7 @@ class LmHeadActor : public StageActor {
       }
       next.clear_hop();
       next.clear_tensor();
+      StampHop(next, next, *ctx_, v1::STAGE_LM_HEAD, m.arrived_ns, compute_begin, compute_end);
       const uint64_t id = next.session_id();
       at::Tensor row = batch.size() == 1 ? *logits : logits->slice(0, r0, r0 + k);
       r0 += k;

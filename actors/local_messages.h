@@ -60,6 +60,7 @@ struct StepMessage {
   uint64_t request_id = 0;
   v1::Step step;
   at::Tensor tensor;
+  int64_t arrived_ns = 0;  // steady clock, when the node took it in (DeliverLocal): hop timing's start
 };
 
 // Sampler -> Scheduler: the session finished (Finish already sent); close it

@@ -121,8 +121,10 @@ Status LoadModel(const cluster::NodeConfig& c, NodeContext* ctx, std::shared_ptr
   if (c.RunsLmHead()) {
     TROUPE_ASSIGN_OR_RETURN(ctx->lm_head, LmHead::Load(*source, options));
     if (!c.head) std::cerr << "troupe node " << c.id << ": LM head on " << ctx->lm_head->Describe() << std::endl;
+    ctx->device_text = ctx->lm_head->Describe();
   }
   if (c.head) {
+    ctx->timelines = std::make_shared<scheduling::Timelines>();
     TROUPE_ASSIGN_OR_RETURN(auto tokenizer, Tokenizer::Create(source->tokenizer_spec()));
     ctx->tokenizer = std::move(tokenizer);
     if (!c.amateur_model.empty()) {
@@ -133,6 +135,7 @@ Status LoadModel(const cluster::NodeConfig& c, NodeContext* ctx, std::shared_ptr
     TROUPE_ASSIGN_OR_RETURN(auto d, Decoder::Load(*source, c.layer_begin, c.layer_end, options));
     std::cerr << "troupe node " << c.id << ": layers " << c.layer_begin << "-" << c.layer_end << " on " << d->Describe()
               << std::endl;
+    ctx->device_text = d->Describe();
     // On a GPU the KV caches share the device with the weights just loaded:
     // the cache budget is held to 90 % of what is free now.
     if (Result<DeviceMemory> memory = DeviceMemoryOf(d->cache_shape().device); memory.ok()) {

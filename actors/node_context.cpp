@@ -1,15 +1,28 @@
 #include "actors/node_context.h"
 
+#include <unistd.h>
+
+#include <fstream>
 #include <iostream>
 
 #include <caf/send.hpp>
 
 #include <chrono>
 
+#include "actors/hop_timing.h"
 #include "actors/local_messages.h"
 #include "messages/envelope_codec.h"
 
 namespace troupe::actors {
+
+const char* const kTroupeVersion = TROUPE_VERSION;
+
+uint64_t ResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t size = 0, resident = 0;
+  if (!(statm >> size >> resident)) return 0;
+  return resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+}
 
 caf::actor NodeContext::StageActor(v1::Stage stage) const {
   switch (stage) {
@@ -54,6 +67,7 @@ v1::MetricsSnapshot NodeMetrics(const NodeContext& ctx) {
   n["beam_reorders_total"] = c.beam_reorders_total.load();
   if (ctx.config.head) {
     n["jobs_accepted_total"] = c.jobs_accepted_total.load();
+    n["tokens_generated_total"] = c.tokens_generated_total.load();
     n["jobs_recovered_total"] = c.jobs_recovered_total.load();
     n["jobs_repeated_total"] = c.jobs_repeated_total.load();
     n["jobs_attached_total"] = c.jobs_attached_total.load();
@@ -82,13 +96,15 @@ std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& f
     const bool job_body = body == v1::Envelope::kJobSubmit || body == v1::Envelope::kJobCancel ||
                           body == v1::Envelope::kNodeDrain || body == v1::Envelope::kJobStatusQuery ||
                           body == v1::Envelope::kJobAttach || body == v1::Envelope::kMetricsQuery ||
-                          body == v1::Envelope::kKeptSessionClose || body == v1::Envelope::kKeptSessionQuery;
+                          body == v1::Envelope::kConsoleQuery || body == v1::Envelope::kKeptSessionClose ||
+                          body == v1::Envelope::kKeptSessionQuery;
     if (!job_body || !ctx.scheduler) {
-      return Refuse(ctx, v1::BAD_REQUEST,
-                    std::string("the job endpoint takes job_submit, job_cancel, job_status_query, job_attach, "
-                                "kept_session_close, kept_session_query, node_drain and metrics queries, not ") +
-                        BodyName(env),
-                    env);
+      return Refuse(
+          ctx, v1::BAD_REQUEST,
+          std::string("the job endpoint takes job_submit, job_cancel, job_status_query, job_attach, "
+                      "kept_session_close, kept_session_query, node_drain, metrics and console queries, not ") +
+              BodyName(env),
+          env);
     }
     caf::anon_send(ctx.scheduler, WireMessage{from, std::move(env)});
     return std::nullopt;
@@ -130,7 +146,7 @@ std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& f
         return Refuse(ctx, v1::UNAVAILABLE, "node '" + ctx.node_id + "' does not run stage " + v1::Stage_Name(stage),
                       env, env.step().session_id());
       }
-      StepMessage step{from, env.request_id(), std::move(*env.mutable_step()), std::move(m.tensor)};
+      StepMessage step{from, env.request_id(), std::move(*env.mutable_step()), std::move(m.tensor), SteadyNs()};
       caf::anon_send(target, std::move(step));
       return std::nullopt;
     }

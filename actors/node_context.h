@@ -33,15 +33,17 @@
 #include "pipeline/model/embedding.h"
 #include "pipeline/model/lm_head.h"
 #include "pipeline/text/tokenizer.h"
+#include "scheduling/timelines.h"
 #include "transport/links.h"
 
 namespace troupe::actors {
 
 struct NodeCounters {
   // Named as in `troupe status` and /metrics (troupe_<name>).
-  std::atomic<uint64_t> steps_total{0};       // steps this node's stages ran
-  std::atomic<uint64_t> batches_total{0};     // shard / LM head batches
-  std::atomic<uint64_t> batch_rows_total{0};  // rows over all batches
+  std::atomic<uint64_t> steps_total{0};             // steps this node's stages ran
+  std::atomic<uint64_t> tokens_generated_total{0};  // head: tokens its sampler produced
+  std::atomic<uint64_t> batches_total{0};           // shard / LM head batches
+  std::atomic<uint64_t> batch_rows_total{0};        // rows over all batches
   std::atomic<uint64_t> max_batch_sessions{0};
   std::atomic<uint64_t> cache_bytes_in_use{0};  // live sessions' caches
   std::atomic<uint64_t> cache_bytes_parked{0};  // parked caches (prefix reuse), evictable
@@ -101,6 +103,12 @@ class ComputeTimer {
   std::chrono::steady_clock::time_point t0_;
 };
 
+// This build's version (CMake's project version).
+extern const char* const kTroupeVersion;
+
+// Resident memory of this process (/proc/self/statm); 0 when unreadable.
+uint64_t ResidentBytes();
+
 struct NodeContext {
   cluster::NodeConfig config;
   std::string node_id;
@@ -108,6 +116,7 @@ struct NodeContext {
   std::string job_endpoint;   // head: bound job endpoint address
   std::string fingerprint;    // of the model
   uint64_t incarnation = 0;   // random at each start (RegistryAnnounce.incarnation)
+  std::string device_text;    // where its layers (or stages) run, as Describe() says
   std::string model_name;     // its file or folder name, for messages
   std::string public_key;     // this node's CURVE public key (Z85); empty when plain
   // pipeline/format/weight_digest.h: a head's of every layer, a shard's of
@@ -125,6 +134,9 @@ struct NodeContext {
   std::atomic<double> drain_timeout_seconds{0};  // the head's NodeDrain's bound; 0 = the config's
   NodeCounters counters;
   StepBytes step_bytes;
+  // Head: the sessions' per-hop timelines (the sampler records, the
+  // scheduler's console views read; scheduling/timelines.h).
+  std::shared_ptr<scheduling::Timelines> timelines;
 
   std::shared_ptr<const ModelSource> source;
   std::shared_ptr<const Tokenizer> tokenizer;  // head

@@ -41,6 +41,7 @@ struct SamplerSession {
   // every-row logits, sent once as PromptLogprobs before the first Token.
   std::unique_ptr<PromptScorer> prompt_scorer;
   bool prompt_sent = false;
+  Clock::time_point opened = Clock::now();  // when the sampler heard of it (the prefill's round starts about then)
 };
 
 class SamplerActor : public StageActor {
@@ -53,7 +54,10 @@ class SamplerActor : public StageActor {
     delayed_send(this, kTick, tick_atom::value);
     return {
         [this](SessionStart& s) { OnStart(s); },
-        [this](const SessionDrop& d) { sessions_.erase(d.session_id); },
+        [this](const SessionDrop& d) {
+          EndTimeline(d.session_id);
+          sessions_.erase(d.session_id);
+        },
         [this](SessionMove& m) { OnMove(m); },
         [this](const SessionResume& r) { OnResume(r.session_id); },
         [this](StepMessage& m) { OnLogits(m); },
@@ -110,6 +114,7 @@ class SamplerActor : public StageActor {
     auto it = sessions_.find(m.old_id);
     if (it == sessions_.end()) return;
     SamplerSession s = std::move(it->second);
+    EndTimeline(m.old_id);
     sessions_.erase(it);
     s.start.session_id = m.new_id;
     s.start.route = std::move(m.route);
@@ -162,6 +167,7 @@ class SamplerActor : public StageActor {
           "logits for position " + std::to_string(m.step.first_position()) + ", expected " + std::to_string(expected));
     }
     const auto now = Clock::now();
+    const int64_t compute_begin = SteadyNs();
     TokenEvent ev;
     {
       ComputeTimer timer(ctx_->counters.compute_ns);
@@ -173,7 +179,9 @@ class SamplerActor : public StageActor {
       }
       ev = s.generation.Next(logits.data_ptr<float>(), logits.size(1), amateur_row);
     }
+    RecordTimeline(s, m, s.sampled == 0 ? s.opened : s.last_token, now, compute_begin);
     ++s.sampled;
+    ctx_->counters.tokens_generated_total++;
     if (s.sampled == 1) s.first_token = now;
     s.last_token = s.last_activity = now;
     ctx_->counters.steps_total++;
@@ -214,6 +222,29 @@ class SamplerActor : public StageActor {
     }
     if (finished) return Finish(it);
     ScheduleRetry();
+  }
+
+  // The session's timeline (scheduling/timelines.h): the hop times the step
+  // collected, the sampler's own, and the round since `round_start` (the
+  // previous token handed on, or the session's start for the prefill).
+  void RecordTimeline(const SamplerSession& s, const StepMessage& m, Clock::time_point round_start,
+                      Clock::time_point now, int64_t compute_begin) {
+    if (!ctx_->timelines || !ctx_->config.hop_timing) return;
+    v1::Step own;
+    StampHop(m.step, own, *ctx_, v1::STAGE_SAMPLER, m.arrived_ns, compute_begin, SteadyNs());
+    scheduling::StepTiming t;
+    t.index = static_cast<uint32_t>(s.sampled);  // the answer token this round produced
+    t.tokens = s.sampled == 0 ? static_cast<uint32_t>(s.start.prompt.size()) : 1;
+    t.total_ms = std::chrono::duration<double, std::milli>(now - round_start).count();
+    for (const v1::HopTime& h : own.times()) {
+      t.hops.push_back({h.node_id(), static_cast<int>(h.stage()), h.queue_us() / 1000.0, h.compute_us() / 1000.0,
+                        h.send_us() / 1000.0});
+    }
+    ctx_->timelines->Record(m.step.session_id(), std::move(t), now);
+  }
+
+  void EndTimeline(uint64_t id) {
+    if (ctx_->timelines) ctx_->timelines->End(id, Clock::now());
   }
 
   // The every-row logits of a prefill chunk: scores the prompt tokens. True
@@ -299,6 +330,7 @@ class SamplerActor : public StageActor {
     v1::Envelope env = FinishEnvelope(it->first, s, reason, generated);
     Sent(sender_.Reply(s.start.client, std::move(env)));
     send(ctx_->scheduler, SessionDone{it->first, s.generation.tokens()});
+    EndTimeline(it->first);
     sessions_.erase(it);
   }
 
@@ -367,10 +399,12 @@ class SamplerActor : public StageActor {
                                       sequences.empty() ? 0 : static_cast<int64_t>(sequences[0].tokens.size()));
     Sent(sender_.Reply(s.start.client, std::move(env)));
     send(ctx_->scheduler, SessionDone{it->first});
+    EndTimeline(it->first);
     sessions_.erase(it);
   }
 
   void Fail(uint64_t id, v1::ErrorCode code, const std::string& text) {
+    EndTimeline(id);
     sessions_.erase(id);
     ReportFailure(id, code, text, Origin{});
   }

@@ -13,7 +13,9 @@
 #include "messages/envelope_codec.h"
 #include "pipeline/model/prompt.h"
 #include "scheduling/admission.h"
+#include "scheduling/console_views.h"
 #include "scheduling/job_lifecycle.h"
+#include "scheduling/metric_history.h"
 #include "scheduling/metrics_query.h"
 
 namespace troupe::actors {
@@ -145,6 +147,10 @@ class SchedulerActor : public StageActor {
         Heard(hb.node_id());
         Unreachable(hb.node_id(), hb.link_troubles());
         jobs_.registry().Report(hb.node_id(), hb.step_ms() > 0 ? hb.step_ms() : -1, hb.sessions());
+        jobs_.registry().ReportDetails(hb.node_id(),
+                                       sched::NodeDetails{hb.rss_bytes(), hb.version(), hb.device(), hb.cache_bytes(),
+                                                          hb.cache_budget_bytes(), hb.steps_total()},
+                                       now);
         if (hb.draining()) Draining(hb.node_id());
         return;
       }
@@ -156,6 +162,7 @@ class SchedulerActor : public StageActor {
                                                 std::chrono::duration<double, std::milli>(rtt).count());
       }
       case v1::Envelope::kMetricsQuery: return QueryMetrics(from, env.request_id());
+      case v1::Envelope::kConsoleQuery: return ConsoleAsked(from, env.request_id(), env.console_query());
       case v1::Envelope::kMetricsSnapshot:
         if (auto reply = queries_.Answer(env.request_id(), env.metrics_snapshot())) Execute(std::move(*reply));
         return;
@@ -540,6 +547,95 @@ class SchedulerActor : public StageActor {
     if (auto reply = queries_.Finish(q)) Execute(std::move(*reply));
   }
 
+  // ------------------------------------------------------------ console
+
+  sched::ConsoleHead ConsoleHeadNow(Clock::time_point now) const {
+    sched::ConsoleHead h;
+    h.node_id = ctx_->node_id;
+    h.endpoint = ctx_->node_endpoint;
+    h.model_name = ctx_->model_name;
+    h.version = kTroupeVersion;
+    h.device = ctx_->lm_head ? ctx_->lm_head->Describe() : "cpu";
+    h.n_layers = ctx_->source->config().n_layers;
+    h.route_problem = jobs_.RouteProblem(now);
+    h.uptime_s = std::chrono::duration<double>(now - started_).count();
+    h.unix_ms = static_cast<int64_t>(UnixNow() * 1000);
+    h.rss_bytes = ResidentBytes();
+    h.runs_embedding = ctx_->config.RunsEmbedding();
+    h.runs_lm_head = ctx_->config.RunsLmHead();
+    h.tokens_per_s = tokens_per_s_;
+    return h;
+  }
+
+  // The admin console asks for one view (scheduling/console_views.h).
+  void ConsoleAsked(const Origin& from, uint64_t request_id, const v1::ConsoleQuery& q) {
+    const auto now = Clock::now();
+    const sched::ConsoleHead head = ConsoleHeadNow(now);
+    const std::vector<sched::JobLifecycle::JobView> jobs = jobs_.Views();
+    const sched::Registry& registry = jobs_.registry();
+    sched::Json view;
+    if (q.view() == "cluster") {
+      view = sched::ClusterView(head, registry, jobs, now);
+    } else if (q.view() == "nodes") {
+      view = sched::NodesView(head, registry, now);
+    } else if (q.view() == "coverage") {
+      view = sched::CoverageView(registry, head.n_layers, now);
+    } else if (q.view() == "jobs") {
+      view = sched::JobsView(book_->Summaries(kEndedJobsShown), jobs, now, UnixNow());
+    } else if (q.view() == "sessions") {
+      view = sched::SessionsView(book_->Summaries(0), jobs, now);
+    } else if (q.view() == "timeline") {
+      std::optional<std::vector<sched::StepTiming>> steps =
+          ctx_->timelines ? ctx_->timelines->Of(q.session_id()) : std::nullopt;
+      if (!steps) {
+        return Execute(sched::Reply{
+            from, ErrorEnvelope(v1::UNKNOWN_SESSION,
+                                "no timeline of session " + std::to_string(q.session_id()) +
+                                    " (never run here, ended more than 10 minutes ago, or hop_timing is off)",
+                                ctx_->node_id, q.session_id(), request_id)});
+      }
+      uint64_t job_id = 0;
+      for (const auto& j : jobs) job_id = j.session_id == q.session_id() ? j.job_id : job_id;
+      view = sched::TimelineView(q.session_id(), job_id, *steps);
+    } else if (q.view() == "history") {
+      view = sched::HistoryView(history_, q.seconds() > 0 ? q.seconds() : 600, head.unix_ms);
+    } else {
+      return Execute(sched::Reply{
+          from, ErrorEnvelope(
+                    v1::BAD_REQUEST,
+                    "no console view '" + q.view() + "' (cluster, nodes, coverage, jobs, sessions, timeline, history)",
+                    ctx_->node_id, 0, request_id)});
+    }
+    v1::Envelope env = NewEnvelope(request_id);
+    env.mutable_console_view()->set_json(view.dump(-1, ' ', false, sched::Json::error_handler_t::replace));
+    Execute(sched::Reply{from, std::move(env)});
+  }
+
+  // One sample a second of what the console charts (sched::MetricHistory).
+  void SampleHistory(Clock::time_point now) {
+    const double unix_now = UnixNow();
+    const double dt = unix_now - sampled_at_;
+    if (dt < 1.0) return;
+    const uint64_t tokens = ctx_->counters.tokens_generated_total.load(), failed = book_->failed();
+    if (sampled_at_ > 0) {
+      tokens_per_s_ = static_cast<double>(tokens - tokens_seen_) / dt;
+      double cache = 0, sessions = 0, queued = 0;
+      for (const auto& [id, e] : jobs_.registry().All()) {
+        if (jobs_.registry().IsAlive(e, now)) cache += static_cast<double>(e.details.cache_bytes);
+      }
+      for (const auto& j : jobs_.Views()) (j.live.state == v1::JOB_QUEUED ? queued : sessions) += 1;
+      history_.Add(static_cast<int64_t>(unix_now * 1000),
+                   {{"tokens_per_s", tokens_per_s_},
+                    {"queue_depth", queued},
+                    {"sessions", sessions},
+                    {"cache_bytes", cache},
+                    {"errors_per_s", static_cast<double>(failed - failed_seen_) / dt}});
+    }
+    sampled_at_ = unix_now;
+    tokens_seen_ = tokens;
+    failed_seen_ = failed;
+  }
+
   // Every live node gets a Ping; its Pong gives the round trip routes weigh.
   void PingNodes(Clock::time_point now) {
     if (now - pinged_ < kPingEvery) return;
@@ -557,6 +653,7 @@ class SchedulerActor : public StageActor {
   void OnTick() {
     const auto now = Clock::now();
     PingNodes(now);
+    SampleHistory(now);
     RunRecovered(now);
     if (now - expired_ >= kExpireEvery) {
       expired_ = now;
@@ -632,6 +729,11 @@ class SchedulerActor : public StageActor {
   Clock::time_point started_;
   Clock::time_point expired_;  // the last Expire
   sched::MetricsQueries queries_;
+  // The console (ConsoleAsked, SampleHistory).
+  static constexpr size_t kEndedJobsShown = 20;
+  sched::MetricHistory history_;
+  double sampled_at_ = 0, tokens_per_s_ = 0;
+  uint64_t tokens_seen_ = 0, failed_seen_ = 0;
   std::map<std::string, std::string> refused_said_;             // node -> the refusal last logged
   std::map<std::string, std::map<int, std::string>> troubles_;  // node -> TroubleSource -> why
   Clock::time_point pinged_;                                    // the last PingNodes round

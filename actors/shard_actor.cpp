@@ -449,6 +449,7 @@ class ShardActor : public StageActor {
   void Run(std::vector<StepMessage>& batch, const std::vector<SessionRows>& rows, int64_t n_rows) {
     at::Tensor hidden;
     Status st;
+    int64_t compute_begin = 0;
     try {
       if (batch.size() == 1) {
         hidden = batch[0].tensor;
@@ -457,6 +458,7 @@ class ShardActor : public StageActor {
         for (const StepMessage& m : batch) parts.push_back(m.tensor);
         hidden = at::cat(parts, 0);
       }
+      compute_begin = SteadyNs();
       ComputeTimer timer(ctx_->counters.compute_ns);
       st = decoder_->Forward(hidden, rows);
     } catch (const std::exception& e) {
@@ -468,6 +470,7 @@ class ShardActor : public StageActor {
       }
       return;
     }
+    const int64_t compute_end = SteadyNs();
     ctx_->counters.steps_total += batch.size();
     ctx_->counters.batches_total++;
     ctx_->counters.batch_rows_total += n_rows;
@@ -487,6 +490,7 @@ class ShardActor : public StageActor {
       }
       next.clear_hop();
       next.clear_tensor();
+      StampHop(next, next, *ctx_, v1::STAGE_SHARD, m.arrived_ns, compute_begin, compute_end);
       const uint64_t id = next.session_id();
       Status sent;
       try {

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <memory>
 
+#include "actors/hop_timing.h"
 #include "actors/local_messages.h"
 #include "actors/node_context.h"
 #include "actors/sender.h"

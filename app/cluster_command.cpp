@@ -42,6 +42,12 @@ void RegisterCluster(CLI::App& app) {
                  "Port of the head's OpenAI-compatible HTTP API on 127.0.0.1 (0: chosen by the OS; "
                  "-1: none); the bound port goes into cluster.json")
       ->capture_default_str();
+  up->add_option("--http-host", o->http_host,
+                 "Address the HTTP API listens on (0.0.0.0: every address; off loopback the console's /api/v1 "
+                 "views need an admin key)")
+      ->capture_default_str();
+  up->add_flag("!--no-hop-timing", o->hop_timing,
+               "Steps carry no per-hop times (the console shows no waterfall; for measuring their cost)");
   up->add_flag("--insecure", o->insecure, "Plain node-to-node links (no CURVE)");
   up->add_option("--model", *model,
                  "GGUF file or Hugging Face folder (default: $TROUPE_MODEL, else the installed model)");

@@ -198,6 +198,17 @@ Result<v1::MetricsSnapshot> JobClient::Metrics() {
   return answer.metrics_snapshot();
 }
 
+Result<std::string> JobClient::Console(const std::string& view, uint64_t session_id, double seconds) {
+  v1::Envelope env = NewEnvelope();
+  v1::ConsoleQuery* q = env.mutable_console_query();
+  q->set_view(view);
+  q->set_session_id(session_id);
+  q->set_seconds(seconds);
+  TROUPE_ASSIGN_OR_RETURN(v1::Envelope answer, impl_->Ask(std::move(env)));
+  if (!answer.has_console_view()) return Status::Corrupt("unexpected answer to a console query");
+  return answer.console_view().json();
+}
+
 Result<v1::KeptSessionList> JobClient::KeptSessions() {
   v1::Envelope env = NewEnvelope();
   env.mutable_kept_session_query();

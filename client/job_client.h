@@ -51,6 +51,11 @@ class JobClient {
   // The merged metrics of the cluster ("<node>/<name>" keys).
   Result<v1::MetricsSnapshot> Metrics();
 
+  // One admin-console view of the cluster as JSON (v1::ConsoleQuery: view,
+  // session_id for "timeline", seconds for "history"); the head's errors as
+  // a Status carrying them (UNKNOWN_SESSION, BAD_REQUEST).
+  Result<std::string> Console(const std::string& view, uint64_t session_id = 0, double seconds = 0);
+
   // The head's live kept sessions.
   Result<v1::KeptSessionList> KeptSessions();
   // Closes kept session `name` (cancelling its running job); UNKNOWN_SESSION

@@ -155,7 +155,7 @@ Status LocalCluster::RestartHead() {
   // The same endpoints: the shards and clients know them.
   c.listen = head.node_endpoint;
   c.job_listen = head.job_endpoint;
-  if (head.http_port > 0) c.http_listen = "127.0.0.1:" + std::to_string(head.http_port);
+  if (head.http_port > 0) c.http_listen = options_.http_host + ":" + std::to_string(head.http_port);
   TROUPE_RETURN_IF_ERROR(WriteAtomically(config_path, NodeConfigToYaml(c)));
   std::error_code ec;
   fs::remove(c.ready_file, ec);
@@ -241,9 +241,10 @@ Status LocalCluster::Launch(const ClusterOptions& o) {
     c.max_queued_jobs = o.max_queued_jobs;
     if (n.head && o.journal) c.job_journal = dir_ + "/jobs.db";
     c.job_retention_seconds = o.job_retention_seconds;
+    c.hop_timing = o.hop_timing;
     c.listen = Endpoint(o.base_port, n.head ? 0 : 1 + index);
     c.job_listen = Endpoint(o.base_port, 1);
-    if (n.head && o.http_port >= 0) c.http_listen = "127.0.0.1:" + std::to_string(o.http_port);
+    if (n.head && o.http_port >= 0) c.http_listen = o.http_host + ":" + std::to_string(o.http_port);
     c.curve = !o.insecure;
     if (c.curve) {
       c.secret_key_file = dir_ + "/keys/" + n.id + "/" + transport::kSecretKeyFileName;

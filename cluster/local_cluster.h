@@ -56,8 +56,10 @@ struct ClusterOptions {
   int stage_nodes = 0;  // > 0: that many nodes run the embedding and LM head; the head only schedules and samples
   std::string dir;      // empty: a new temporary directory
   int base_port = 0;
-  int http_port = 0;      // the head's HTTP API on 127.0.0.1; 0 = chosen by the OS; < 0 = none
-  bool insecure = false;  // plain node links
+  int http_port = 0;                    // the head's HTTP API on http_host; 0 = chosen by the OS; < 0 = none
+  std::string http_host = "127.0.0.1";  // where the HTTP API listens (0.0.0.0: every address)
+  bool hop_timing = true;               // every node's hop_timing (the console's waterfall)
+  bool insecure = false;                // plain node links
   std::string model;
   std::string amateur_model;  // the head's contrastive-decoding amateur; empty = none
   int threads = 0;            // per node; 0 = all cores

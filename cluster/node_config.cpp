@@ -148,6 +148,7 @@ const std::set<std::string> kTopKeys = {"id",
                                         "idle_timeout_seconds",
                                         "drain_timeout_seconds",
                                         "rebalance_seconds",
+                                        "hop_timing",
                                         "step_timeout_seconds",
                                         "kept_session_ttl_seconds",
                                         "kept_session_max_length",
@@ -297,6 +298,7 @@ std::vector<std::string> ParseNodeConfigProblems(const std::string& text, const 
   Read(root, "drain_timeout_seconds", &c.drain_timeout_seconds, what, P);
   if (c.drain_timeout_seconds < 0) problem("drain_timeout_seconds: must be >= 0");
   Read(root, "rebalance_seconds", &c.rebalance_seconds, what, P);
+  Read(root, "hop_timing", &c.hop_timing, what, P);
   if (c.rebalance_seconds < 0) problem("rebalance_seconds: must be >= 0");
   Read(root, "step_timeout_seconds", &c.step_timeout_seconds, what, P);
   Read(root, "kept_session_ttl_seconds", &c.kept_session_ttl_seconds, what, P);
@@ -575,6 +577,7 @@ std::string NodeConfigToYaml(const NodeConfig& c) {
   out << YAML::Key << "idle_timeout_seconds" << YAML::Value << c.idle_timeout_seconds;
   out << YAML::Key << "drain_timeout_seconds" << YAML::Value << c.drain_timeout_seconds;
   if (c.layers_auto) out << YAML::Key << "rebalance_seconds" << YAML::Value << c.rebalance_seconds;
+  if (!c.hop_timing) out << YAML::Key << "hop_timing" << YAML::Value << false;
   out << YAML::Key << "step_timeout_seconds" << YAML::Value << c.step_timeout_seconds;
   if (c.head) {
     out << YAML::Key << "kept_session_ttl_seconds" << YAML::Value << c.kept_session_ttl_seconds;

@@ -25,6 +25,8 @@
 //   idle_timeout_seconds: 600       # shard: close sessions without steps for this long
 //   drain_timeout_seconds: 120      # shard: on SIGTERM (or the head's drain) wait at most this
 //                                   # long for its running sessions to move or finish
+//   hop_timing: true                # every stage adds its queue/compute/send times to the
+//                                   # steps it hands on (the console's waterfall); false: off
 //   rebalance_seconds: 120          # shard with layers: auto: how often it asks whether the
 //                                   # cluster became lopsided; it moves (drains, then starts
 //                                   # again on better layers) when two answers in a row say
@@ -140,7 +142,8 @@ struct NodeConfig {
   uint64_t cache_budget_bytes = uint64_t{512} << 20;
   double idle_timeout_seconds = 600;
   double drain_timeout_seconds = 120;  // shard: how long a drain waits for running sessions
-  double rebalance_seconds = 120;      // layers: auto: how often to ask whether to move; 0 = never
+  bool hop_timing = true;
+  double rebalance_seconds = 120;  // layers: auto: how often to ask whether to move; 0 = never
   int max_batch_sessions = 0;
   double step_timeout_seconds = 120;
   double kept_session_ttl_seconds = 300;

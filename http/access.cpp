@@ -37,10 +37,16 @@ std::string_view Trim(std::string_view s) {
 
 }  // namespace
 
-Access AccessFor(std::string_view method, std::string_view path) {
+Access AccessFor(std::string_view method, std::string_view path, bool loopback) {
   if (path == "/health") return Access::kOpen;
+  if (method == "GET" && (path == "/" || path.rfind("/console.", 0) == 0)) return Access::kOpen;
   if (path == "/admin" || path.rfind("/admin/", 0) == 0) return Access::kAdmin;
+  if (path == "/api" || path.rfind("/api/", 0) == 0) return loopback ? Access::kOpen : Access::kAdmin;
   return Access::kUser;
+}
+
+bool IsLoopbackHost(std::string_view host) {
+  return host.rfind("127.", 0) == 0 || host == "::1" || host == "[::1]" || host == "localhost";
 }
 
 std::optional<ApiError> RequireAccess(const KeyRing& ring, bool configured, std::string_view authorization, Access need,

@@ -5,7 +5,9 @@
 //   Access::kOpen   GET /health: anyone (liveness probes carry no key)
 //   Access::kUser   everything else under /v1 (and /metrics, /models ...):
 //                   any key in force, user or admin
-//   Access::kAdmin  /admin/...: an admin key
+//   Access::kAdmin  /admin/...: an admin key; and the console's views
+//                   (/api/v1/...) unless the API listens on loopback (then
+//                   open); the console's page itself (/, /console.*) is open
 //
 // With no key source configured the API is open (kUser needs nothing), but
 // kAdmin still needs an admin key, so admin actions stay shut.
@@ -35,9 +37,13 @@ namespace troupe::http {
 
 enum class Access { kOpen, kUser, kAdmin };
 
-// What a route needs: kOpen for GET /health, kAdmin for paths under
-// /admin/, kUser otherwise.
-Access AccessFor(std::string_view method, std::string_view path);
+// What a route needs: kOpen for GET /health and the console's page, kAdmin
+// for paths under /admin/ and — unless `loopback` (the API listens on a
+// loopback address only) — under /api/, kUser otherwise.
+Access AccessFor(std::string_view method, std::string_view path, bool loopback = false);
+
+// Whether `host` (a bind address) is loopback: 127.0.0.0/8, ::1, localhost.
+bool IsLoopbackHost(std::string_view host);
 
 // Checks the request's Authorization header value (empty when absent)
 // against `ring`. `configured`: whether any key source exists (else the API

@@ -14,6 +14,7 @@
 #include "http/connection_pool.h"
 #include "http/openai_api.h"
 #include "http/peer_watch.h"
+#include "http/responses.h"
 #include "http/socket_lookup.h"
 #include "pipeline/text/stream_decoder.h"
 
@@ -21,22 +22,6 @@ namespace troupe::http {
 namespace {
 
 using json = nlohmann::json;
-
-void SendJson(httplib::Response& res, int status, const json& body) {
-  res.status = status;
-  res.set_content(Dump(body), "application/json");
-}
-
-void SendError(httplib::Response& res, const ApiError& e) { SendJson(res, e.status, ErrorBody(e)); }
-
-ApiError Unavailable(const std::string& message, const std::string& code = "UNAVAILABLE") {
-  ApiError e;
-  e.status = 503;
-  e.type = "server_error";
-  e.code = code;
-  e.message = message;
-  return e;
-}
 
 std::string RandomHex() {
   static thread_local std::mt19937_64 rng(std::random_device{}());
@@ -139,8 +124,8 @@ std::optional<ApiError> HttpServer::Authorize(const httplib::Request& req, std::
   const std::shared_ptr<const KeyRing> ring = options_.keys ? options_.keys->current() : std::make_shared<KeyRing>();
   const bool configured = options_.keys && options_.keys->configured();
   const ApiKey* who = nullptr;
-  if (auto e = RequireAccess(*ring, configured, req.get_header_value("Authorization"), AccessFor(req.method, req.path),
-                             &who)) {
+  if (auto e = RequireAccess(*ring, configured, req.get_header_value("Authorization"),
+                             AccessFor(req.method, req.path, IsLoopbackHost(options_.host)), &who)) {
     return e;
   }
   if (who) *key = *who;
@@ -479,6 +464,7 @@ void HttpServer::Routes() {
     SendJson(res, 200, ModelList(options_.model_id, Now()));
   });
   AdminRoutes();
+  ConsoleRoutes();
 }
 
 namespace {

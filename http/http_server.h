@@ -9,6 +9,8 @@
 //                               layers, refused or failing links), "error"}
 //   GET  /metrics               the cluster's merged metrics (what `troupe
 //                               status` shows), Prometheus text format
+//   GET  /, /console.js, ...    the admin console (http/console_api.cpp)
+//   GET  /api/v1/...            its JSON views of the cluster
 //
 // `stream: true` answers with Server-Sent Events as OpenAI does: one
 // `data: {chunk}` per token, flushed at once, a last chunk with the
@@ -88,6 +90,10 @@ class JobBackend {
   // the head reports them (UNKNOWN_JOB).
   virtual Result<v1::JobStatus> JobStatusOf(uint64_t job_id) = 0;
   virtual Result<v1::JobStatus> CancelJob(uint64_t job_id) = 0;
+  // One admin-console view as JSON (client::JobClient::Console).
+  virtual Result<std::string> Console(const std::string& view, uint64_t session_id, double seconds) {
+    return Status::Unsupported("this backend has no console views");
+  }
   // Drains a shard node (the admin route; client::JobClient::DrainNode).
   virtual Result<v1::NodeDrainStatus> DrainNode(const std::string& node_id, double timeout_seconds) {
     return Status::Unsupported("this backend drains no nodes");
@@ -132,6 +138,7 @@ class HttpServer {
   explicit HttpServer(HttpServerOptions options);
   void Routes();
   void AdminRoutes();
+  void ConsoleRoutes();  // http/console_api.cpp
   // The key a request authenticates with (RequireAccess, http/access.h):
   // nullopt and *key set (empty when the API is open), or the error.
   std::optional<ApiError> Authorize(const httplib::Request& req, std::optional<ApiKey>* key) const;

@@ -10,6 +10,9 @@ class JobClientBackend : public JobBackend {
   Result<Event> Next(const std::function<bool()>& cancelled) override { return client_->Next(cancelled); }
   void Cancel() override { client_->Cancel(); }
   Result<v1::MetricsSnapshot> Metrics() override { return client_->Metrics(); }
+  Result<std::string> Console(const std::string& view, uint64_t session_id, double seconds) override {
+    return client_->Console(view, session_id, seconds);
+  }
   Result<v1::JobStatus> JobStatusOf(uint64_t job_id) override { return client_->JobStatusOf(job_id); }
   Result<v1::JobStatus> CancelJob(uint64_t job_id) override { return client_->CancelJob(job_id); }
   Result<v1::NodeDrainStatus> DrainNode(const std::string& node_id, double timeout_seconds) override {

@@ -77,9 +77,30 @@ Status JobBook::Accept(uint64_t job_id, const v1::JobSubmit& submit, uint64_t se
   e.submit = submit;
   e.submit.set_job_id(job_id);
   e.seed = seed;
+  e.accepted_at = now;
   e.watchers.push_back(std::move(submitter));
   ++live_;
   return Status::Ok();
+}
+
+std::vector<JobBook::Summary> JobBook::Summaries(size_t ended) const {
+  std::vector<Summary> live, done;
+  for (const auto& [id, e] : jobs_) {
+    Summary s;
+    s.job_id = id;
+    s.ended = e.ended;
+    s.end_state = !e.ended ? v1::JOB_STATE_UNSPECIFIED : e.end.has_finish() ? v1::JOB_COMPLETED : v1::JOB_ABORTED;
+    s.tokens = e.tokens;
+    s.max_tokens = e.submit.sampling().has_max_tokens() ? e.submit.sampling().max_tokens() : 0;
+    s.priority = e.submit.priority();
+    s.accepted_at = e.accepted_at;
+    s.ended_at = e.ended_at;
+    (e.ended ? done : live).push_back(s);
+  }
+  std::sort(done.begin(), done.end(), [](const Summary& a, const Summary& b) { return a.ended_at > b.ended_at; });
+  if (done.size() > ended) done.resize(ended);
+  live.insert(live.end(), done.begin(), done.end());
+  return live;
 }
 
 Reply JobBook::To(const Watcher& w, v1::Envelope envelope) {
@@ -198,6 +219,7 @@ void JobBook::End(uint64_t job_id, Entry& e, v1::Envelope end, double now, Actio
   e.watchers.clear();
   e.stream.clear();
   e.stream.shrink_to_fit();
+  if (end.has_error()) ++failed_;
   e.end = std::move(end);
   e.ended = true;
   e.ended_at = now;

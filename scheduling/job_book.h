@@ -112,10 +112,24 @@ class JobBook {
   // The head stops: UNAVAILABLE to the watchers of every live job.
   Actions Close();
 
+  // A job as the admin console lists it (console_views.h).
+  struct Summary {
+    uint64_t job_id = 0;
+    bool ended = false;
+    v1::JobState end_state = v1::JOB_STATE_UNSPECIFIED;  // ended: completed or aborted
+    uint32_t tokens = 0;
+    int32_t max_tokens = 0;  // 0: the head's default
+    int32_t priority = 0;
+    double accepted_at = 0, ended_at = 0;  // unix seconds; accepted_at 0 after a restart
+  };
+  // Every live job, and the `ended` most recently ended ones, newest first.
+  std::vector<Summary> Summaries(size_t ended) const;
+
   // Jobs accepted and not ended.
   size_t live() const { return live_; }
   size_t size() const { return jobs_.size(); }
   uint64_t journal_errors() const { return journal_errors_; }
+  uint64_t failed() const { return failed_; }  // jobs ended with an Error (cancelled ones too)
 
  private:
   struct Entry {
@@ -126,6 +140,7 @@ class JobBook {
     v1::Envelope end;                  // its Finish or Error, once ended
     std::vector<v1::Envelope> stream;  // PromptLogprobs and Tokens, while live
     uint32_t tokens = 0;
+    double accepted_at = 0;
     std::vector<Watcher> watchers;
   };
 
@@ -142,6 +157,7 @@ class JobBook {
   size_t live_ = 0;
   bool closing_ = false;
   uint64_t journal_errors_ = 0;
+  uint64_t failed_ = 0;
 };
 
 }  // namespace troupe::scheduling

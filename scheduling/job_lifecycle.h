@@ -262,6 +262,17 @@ class JobLifecycle {
   // JOB_QUEUED (with its queue position) while kQueued, else JOB_RUNNING, and
   // its session; nullopt for a job it does not run.
   std::optional<LiveState> Live(uint64_t job_id) const;
+  // Every job it runs or queues, for the admin console (console_views.h).
+  struct JobView {
+    uint64_t job_id = 0, session_id = 0;
+    LiveState live;
+    std::vector<std::string> route;  // node ids, embedding first
+    int32_t priority = 0;
+    int32_t max_tokens = 0;
+    size_t prompt_tokens = 0;
+    Clock::time_point submitted;
+  };
+  std::vector<JobView> Views() const;
   size_t size() const { return jobs_.size(); }
   // Jobs that ever had to wait for cache.
   uint64_t jobs_queued_total() const { return jobs_queued_total_; }

@@ -27,6 +27,7 @@ void Registry::Upsert(ShardEntry entry) {
     if (entry.stages.empty()) entry.stages = it->second.stages;
     entry.draining = entry.draining || it->second.draining;
     if (entry.incarnation == 0) entry.incarnation = it->second.incarnation;
+    entry.details = it->second.details;
   }
   nodes_[entry.node_id] = std::move(entry);
 }
@@ -36,6 +37,20 @@ void Registry::Report(const std::string& node_id, double step_ms, uint32_t sessi
   if (it == nodes_.end()) return;
   if (step_ms >= 0) it->second.step_ms = step_ms;
   it->second.sessions = sessions;
+}
+
+void Registry::ReportDetails(const std::string& node_id, NodeDetails d, std::chrono::steady_clock::time_point now) {
+  auto it = nodes_.find(node_id);
+  if (it == nodes_.end()) return;
+  const NodeDetails& before = it->second.details;
+  d.steps_per_s = before.steps_per_s;
+  const double dt = std::chrono::duration<double>(now - before.steps_at).count();
+  if (before.steps_at.time_since_epoch().count() != 0 && dt > 0.05 && d.steps_total >= before.steps_total) {
+    const double rate = static_cast<double>(d.steps_total - before.steps_total) / dt;
+    d.steps_per_s = before.steps_per_s > 0 ? 0.5 * before.steps_per_s + 0.5 * rate : rate;
+  }
+  d.steps_at = now;
+  it->second.details = std::move(d);
 }
 
 void Registry::SetTrouble(const std::string& node_id, std::string text) {

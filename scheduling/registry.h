@@ -49,6 +49,16 @@ namespace troupe::scheduling {
 // The cost per session of a node whose step time is not measured yet.
 constexpr double kDefaultStepMs = 1.0;
 
+// What a node's heartbeats say of it beyond routing (status, the console).
+struct NodeDetails {
+  uint64_t rss_bytes = 0;
+  std::string version, device;
+  uint64_t cache_bytes = 0, cache_budget_bytes = 0;
+  uint64_t steps_total = 0;
+  double steps_per_s = 0;  // from successive heartbeats' steps_total, smoothed
+  std::chrono::steady_clock::time_point steps_at{};
+};
+
 struct ShardEntry {
   std::string node_id;
   std::string endpoint;
@@ -66,6 +76,7 @@ struct ShardEntry {
   bool draining = false;                             // leaving: no new sessions (SetDraining)
   std::vector<int> stages{};  // a stage node: the v1::Stage values it runs (no layers); empty for a shard
   uint64_t incarnation = 0;   // its process's (RegistryAnnounce.incarnation); 0 = not told
+  NodeDetails details{};      // from its heartbeats (ReportDetails)
 };
 
 // One shard span of a route.
@@ -96,6 +107,9 @@ class Registry {
   // What its heartbeat reports: compute per step (< 0: none measured yet)
   // and sessions open on it.
   void Report(const std::string& node_id, double step_ms, uint32_t sessions);
+  // The rest of its heartbeat (`d.steps_per_s` is worked out here from the
+  // last report's steps_total). Unknown nodes are ignored.
+  void ReportDetails(const std::string& node_id, NodeDetails d, std::chrono::steady_clock::time_point now);
   // The head cannot use the node (`text` says why), or — empty — can again.
   // Unknown nodes are ignored.
   void SetTrouble(const std::string& node_id, std::string text);
@@ -128,6 +142,9 @@ class Registry {
 
   // Live nodes.
   std::vector<ShardEntry> Live(std::chrono::steady_clock::time_point now) const;
+  // Every node it holds, live or not, by id.
+  const std::map<std::string, ShardEntry>& All() const { return nodes_; }
+  bool IsAlive(const ShardEntry& e, std::chrono::steady_clock::time_point now) const { return Alive(e, now); }
   // Per layer of [0, n_layers): how many live nodes serve it.
   std::vector<uint32_t> Coverage(int64_t n_layers, std::chrono::steady_clock::time_point now) const;
   const ShardEntry* Find(const std::string& node_id) const;

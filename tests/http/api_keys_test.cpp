@@ -178,6 +178,26 @@ TEST(Access, RoutesNeedWhatTheyChange) {
   EXPECT_EQ(AccessFor("POST", "/administrator"), Access::kUser);
 }
 
+TEST(Access, TheConsolesViewsNeedAnAdminKeyUnlessTheApiListensOnLoopback) {
+  // The page holds no data: open. Its views: admin, or open on loopback.
+  for (bool loopback : {false, true}) {
+    EXPECT_EQ(AccessFor("GET", "/", loopback), Access::kOpen);
+    EXPECT_EQ(AccessFor("GET", "/console.js", loopback), Access::kOpen);
+    EXPECT_EQ(AccessFor("GET", "/api/v1/nodes", loopback), loopback ? Access::kOpen : Access::kAdmin);
+    EXPECT_EQ(AccessFor("GET", "/api/v1/sessions/5/timeline", loopback), loopback ? Access::kOpen : Access::kAdmin);
+    // Actions stay admin-only either way.
+    EXPECT_EQ(AccessFor("POST", "/admin/nodes/shard-1/drain", loopback), Access::kAdmin);
+    EXPECT_EQ(AccessFor("POST", "/admin/jobs/7/cancel", loopback), Access::kAdmin);
+  }
+  EXPECT_TRUE(IsLoopbackHost("127.0.0.1"));
+  EXPECT_TRUE(IsLoopbackHost("127.1.2.3"));
+  EXPECT_TRUE(IsLoopbackHost("::1"));
+  EXPECT_TRUE(IsLoopbackHost("localhost"));
+  EXPECT_FALSE(IsLoopbackHost("0.0.0.0"));
+  EXPECT_FALSE(IsLoopbackHost("10.0.0.7"));
+  EXPECT_FALSE(IsLoopbackHost("::"));
+}
+
 TEST(Access, KeysOpenUserRoutesAndOnlyAdminKeysOpenAdminRoutes) {
   const KeyRing ring = Ring("alice sk-alice-0123456789\nops sk-ops-0123456789 role=admin\n");
   const ApiKey* who = nullptr;

@@ -78,6 +78,12 @@ inline std::vector<v1::Envelope> SampleEnvelopes() {
     m->mutable_tensor()->add_shape(576);
     m->add_token_ids(1);
     m->add_token_ids(49151);
+    v1::HopTime* t = m->add_times();  // the stages it passed so far
+    t->set_node_id("head-0");
+    t->set_stage(v1::STAGE_EMBEDDING);
+    t->set_queue_us(12);
+    t->set_compute_us(340);
+    t->set_send_us(25);
   }
   {
     v1::Token* m = next().mutable_token();
@@ -201,6 +207,15 @@ inline std::vector<v1::Envelope> SampleEnvelopes() {
     m->set_moved(2);
     m->set_staying(1);
     m->set_text("node 'shard-1' is draining: 2 job(s) moved to other nodes, 1 finishing on it");
+  }
+  {
+    v1::ConsoleQuery* m = next().mutable_console_query();
+    m->set_view("timeline");
+    m->set_session_id(0x1234567800000001);
+  }
+  {
+    v1::ConsoleView* m = next().mutable_console_view();
+    m->set_json(R"({"n_layers": 30, "replicas": [1, 1, 2]})");
   }
   {
     v1::Pong* m = next().mutable_pong();

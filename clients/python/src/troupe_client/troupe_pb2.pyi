@@ -72,6 +72,22 @@ class ChatMessage(_message.Message):
     role: str
     def __init__(self, role: _Optional[str] = ..., content: _Optional[str] = ...) -> None: ...
 
+class ConsoleQuery(_message.Message):
+    __slots__ = ["seconds", "session_id", "view"]
+    SECONDS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    VIEW_FIELD_NUMBER: _ClassVar[int]
+    seconds: float
+    session_id: int
+    view: str
+    def __init__(self, view: _Optional[str] = ..., session_id: _Optional[int] = ..., seconds: _Optional[float] = ...) -> None: ...
+
+class ConsoleView(_message.Message):
+    __slots__ = ["json"]
+    JSON_FIELD_NUMBER: _ClassVar[int]
+    json: str
+    def __init__(self, json: _Optional[str] = ...) -> None: ...
+
 class Coverage(_message.Message):
     __slots__ = ["model_fingerprint", "model_name", "n_layers", "replicas", "spans"]
     MODEL_FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
@@ -105,7 +121,9 @@ class Endpoint(_message.Message):
     def __init__(self, name: _Optional[str] = ..., address: _Optional[str] = ...) -> None: ...
 
 class Envelope(_message.Message):
-    __slots__ = ["coverage", "coverage_query", "error", "finish", "heartbeat", "job_attach", "job_cancel", "job_status", "job_status_query", "job_submit", "kept_session_close", "kept_session_closed", "kept_session_list", "kept_session_query", "metrics_query", "metrics_snapshot", "node_drain", "node_drain_status", "ping", "pong", "prompt_logprobs", "protocol_version", "registry_announce", "request_id", "session_close", "session_open", "session_opened", "step", "token"]
+    __slots__ = ["console_query", "console_view", "coverage", "coverage_query", "error", "finish", "heartbeat", "job_attach", "job_cancel", "job_status", "job_status_query", "job_submit", "kept_session_close", "kept_session_closed", "kept_session_list", "kept_session_query", "metrics_query", "metrics_snapshot", "node_drain", "node_drain_status", "ping", "pong", "prompt_logprobs", "protocol_version", "registry_announce", "request_id", "session_close", "session_open", "session_opened", "step", "token"]
+    CONSOLE_QUERY_FIELD_NUMBER: _ClassVar[int]
+    CONSOLE_VIEW_FIELD_NUMBER: _ClassVar[int]
     COVERAGE_FIELD_NUMBER: _ClassVar[int]
     COVERAGE_QUERY_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
@@ -135,6 +153,8 @@ class Envelope(_message.Message):
     SESSION_OPEN_FIELD_NUMBER: _ClassVar[int]
     STEP_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
+    console_query: ConsoleQuery
+    console_view: ConsoleView
     coverage: Coverage
     coverage_query: CoverageQuery
     error: Error
@@ -164,7 +184,7 @@ class Envelope(_message.Message):
     session_opened: SessionOpened
     step: Step
     token: Token
-    def __init__(self, protocol_version: _Optional[int] = ..., request_id: _Optional[int] = ..., session_open: _Optional[_Union[SessionOpen, _Mapping]] = ..., session_opened: _Optional[_Union[SessionOpened, _Mapping]] = ..., session_close: _Optional[_Union[SessionClose, _Mapping]] = ..., step: _Optional[_Union[Step, _Mapping]] = ..., token: _Optional[_Union[Token, _Mapping]] = ..., finish: _Optional[_Union[Finish, _Mapping]] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., job_submit: _Optional[_Union[JobSubmit, _Mapping]] = ..., job_cancel: _Optional[_Union[JobCancel, _Mapping]] = ..., job_status_query: _Optional[_Union[JobStatusQuery, _Mapping]] = ..., job_status: _Optional[_Union[JobStatus, _Mapping]] = ..., registry_announce: _Optional[_Union[RegistryAnnounce, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., metrics_snapshot: _Optional[_Union[MetricsSnapshot, _Mapping]] = ..., metrics_query: _Optional[_Union[MetricsQuery, _Mapping]] = ..., kept_session_close: _Optional[_Union[KeptSessionClose, _Mapping]] = ..., kept_session_query: _Optional[_Union[KeptSessionQuery, _Mapping]] = ..., kept_session_list: _Optional[_Union[KeptSessionList, _Mapping]] = ..., kept_session_closed: _Optional[_Union[KeptSessionClosed, _Mapping]] = ..., prompt_logprobs: _Optional[_Union[PromptLogprobs, _Mapping]] = ..., job_attach: _Optional[_Union[JobAttach, _Mapping]] = ..., coverage_query: _Optional[_Union[CoverageQuery, _Mapping]] = ..., coverage: _Optional[_Union[Coverage, _Mapping]] = ..., ping: _Optional[_Union[Ping, _Mapping]] = ..., pong: _Optional[_Union[Pong, _Mapping]] = ..., node_drain: _Optional[_Union[NodeDrain, _Mapping]] = ..., node_drain_status: _Optional[_Union[NodeDrainStatus, _Mapping]] = ...) -> None: ...
+    def __init__(self, protocol_version: _Optional[int] = ..., request_id: _Optional[int] = ..., session_open: _Optional[_Union[SessionOpen, _Mapping]] = ..., session_opened: _Optional[_Union[SessionOpened, _Mapping]] = ..., session_close: _Optional[_Union[SessionClose, _Mapping]] = ..., step: _Optional[_Union[Step, _Mapping]] = ..., token: _Optional[_Union[Token, _Mapping]] = ..., finish: _Optional[_Union[Finish, _Mapping]] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., job_submit: _Optional[_Union[JobSubmit, _Mapping]] = ..., job_cancel: _Optional[_Union[JobCancel, _Mapping]] = ..., job_status_query: _Optional[_Union[JobStatusQuery, _Mapping]] = ..., job_status: _Optional[_Union[JobStatus, _Mapping]] = ..., registry_announce: _Optional[_Union[RegistryAnnounce, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., metrics_snapshot: _Optional[_Union[MetricsSnapshot, _Mapping]] = ..., metrics_query: _Optional[_Union[MetricsQuery, _Mapping]] = ..., kept_session_close: _Optional[_Union[KeptSessionClose, _Mapping]] = ..., kept_session_query: _Optional[_Union[KeptSessionQuery, _Mapping]] = ..., kept_session_list: _Optional[_Union[KeptSessionList, _Mapping]] = ..., kept_session_closed: _Optional[_Union[KeptSessionClosed, _Mapping]] = ..., prompt_logprobs: _Optional[_Union[PromptLogprobs, _Mapping]] = ..., job_attach: _Optional[_Union[JobAttach, _Mapping]] = ..., coverage_query: _Optional[_Union[CoverageQuery, _Mapping]] = ..., coverage: _Optional[_Union[Coverage, _Mapping]] = ..., ping: _Optional[_Union[Ping, _Mapping]] = ..., pong: _Optional[_Union[Pong, _Mapping]] = ..., node_drain: _Optional[_Union[NodeDrain, _Mapping]] = ..., node_drain_status: _Optional[_Union[NodeDrainStatus, _Mapping]] = ..., console_query: _Optional[_Union[ConsoleQuery, _Mapping]] = ..., console_view: _Optional[_Union[ConsoleView, _Mapping]] = ...) -> None: ...
 
 class Error(_message.Message):
     __slots__ = ["code", "job_id", "node_id", "queue_depth", "retry_after_seconds", "retryable", "session_id", "text"]
@@ -217,18 +237,44 @@ class Finish(_message.Message):
     def __init__(self, session_id: _Optional[int] = ..., job_id: _Optional[int] = ..., reason: _Optional[_Union[FinishReason, str]] = ..., prompt_tokens: _Optional[int] = ..., generated_tokens: _Optional[int] = ..., queue_seconds: _Optional[float] = ..., first_token_seconds: _Optional[float] = ..., total_seconds: _Optional[float] = ..., replays: _Optional[int] = ..., decode_steps: _Optional[int] = ..., decode_seconds: _Optional[float] = ..., peak_rss_mb: _Optional[float] = ..., cached_tokens: _Optional[int] = ...) -> None: ...
 
 class Heartbeat(_message.Message):
-    __slots__ = ["draining", "link_troubles", "node_id", "sessions", "step_ms"]
+    __slots__ = ["cache_budget_bytes", "cache_bytes", "device", "draining", "link_troubles", "node_id", "rss_bytes", "sessions", "step_ms", "steps_total", "version"]
+    CACHE_BUDGET_BYTES_FIELD_NUMBER: _ClassVar[int]
+    CACHE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_FIELD_NUMBER: _ClassVar[int]
     DRAINING_FIELD_NUMBER: _ClassVar[int]
     LINK_TROUBLES_FIELD_NUMBER: _ClassVar[int]
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    RSS_BYTES_FIELD_NUMBER: _ClassVar[int]
     SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    STEPS_TOTAL_FIELD_NUMBER: _ClassVar[int]
     STEP_MS_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    cache_budget_bytes: int
+    cache_bytes: int
+    device: str
     draining: bool
     link_troubles: _containers.RepeatedCompositeFieldContainer[LinkTrouble]
     node_id: str
+    rss_bytes: int
     sessions: int
     step_ms: float
-    def __init__(self, node_id: _Optional[str] = ..., step_ms: _Optional[float] = ..., sessions: _Optional[int] = ..., link_troubles: _Optional[_Iterable[_Union[LinkTrouble, _Mapping]]] = ..., draining: bool = ...) -> None: ...
+    steps_total: int
+    version: str
+    def __init__(self, node_id: _Optional[str] = ..., step_ms: _Optional[float] = ..., sessions: _Optional[int] = ..., link_troubles: _Optional[_Iterable[_Union[LinkTrouble, _Mapping]]] = ..., draining: bool = ..., rss_bytes: _Optional[int] = ..., version: _Optional[str] = ..., device: _Optional[str] = ..., cache_bytes: _Optional[int] = ..., cache_budget_bytes: _Optional[int] = ..., steps_total: _Optional[int] = ...) -> None: ...
+
+class HopTime(_message.Message):
+    __slots__ = ["compute_us", "node_id", "queue_us", "send_us", "stage"]
+    COMPUTE_US_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_US_FIELD_NUMBER: _ClassVar[int]
+    SEND_US_FIELD_NUMBER: _ClassVar[int]
+    STAGE_FIELD_NUMBER: _ClassVar[int]
+    compute_us: int
+    node_id: str
+    queue_us: int
+    send_us: int
+    stage: Stage
+    def __init__(self, node_id: _Optional[str] = ..., stage: _Optional[_Union[Stage, str]] = ..., queue_us: _Optional[int] = ..., compute_us: _Optional[int] = ..., send_us: _Optional[int] = ...) -> None: ...
 
 class JobAttach(_message.Message):
     __slots__ = ["from_index", "job_id", "stream"]
@@ -588,7 +634,7 @@ class SessionOpened(_message.Message):
     def __init__(self, session_id: _Optional[int] = ..., node_id: _Optional[str] = ..., copied: _Optional[int] = ...) -> None: ...
 
 class Step(_message.Message):
-    __slots__ = ["all_logits", "first_position", "hop", "parent_rows", "rest_of_route", "session_id", "tensor", "token_count", "token_ids"]
+    __slots__ = ["all_logits", "first_position", "hop", "parent_rows", "rest_of_route", "session_id", "tensor", "times", "token_count", "token_ids"]
     ALL_LOGITS_FIELD_NUMBER: _ClassVar[int]
     FIRST_POSITION_FIELD_NUMBER: _ClassVar[int]
     HOP_FIELD_NUMBER: _ClassVar[int]
@@ -596,6 +642,7 @@ class Step(_message.Message):
     REST_OF_ROUTE_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     TENSOR_FIELD_NUMBER: _ClassVar[int]
+    TIMES_FIELD_NUMBER: _ClassVar[int]
     TOKEN_COUNT_FIELD_NUMBER: _ClassVar[int]
     TOKEN_IDS_FIELD_NUMBER: _ClassVar[int]
     all_logits: bool
@@ -605,9 +652,10 @@ class Step(_message.Message):
     rest_of_route: _containers.RepeatedCompositeFieldContainer[RouteHop]
     session_id: int
     tensor: TensorDesc
+    times: _containers.RepeatedCompositeFieldContainer[HopTime]
     token_count: int
     token_ids: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, session_id: _Optional[int] = ..., first_position: _Optional[int] = ..., token_count: _Optional[int] = ..., rest_of_route: _Optional[_Iterable[_Union[RouteHop, _Mapping]]] = ..., tensor: _Optional[_Union[TensorDesc, _Mapping]] = ..., token_ids: _Optional[_Iterable[int]] = ..., hop: _Optional[_Union[RouteHop, _Mapping]] = ..., parent_rows: _Optional[_Iterable[int]] = ..., all_logits: bool = ...) -> None: ...
+    def __init__(self, session_id: _Optional[int] = ..., first_position: _Optional[int] = ..., token_count: _Optional[int] = ..., rest_of_route: _Optional[_Iterable[_Union[RouteHop, _Mapping]]] = ..., tensor: _Optional[_Union[TensorDesc, _Mapping]] = ..., token_ids: _Optional[_Iterable[int]] = ..., hop: _Optional[_Union[RouteHop, _Mapping]] = ..., parent_rows: _Optional[_Iterable[int]] = ..., all_logits: bool = ..., times: _Optional[_Iterable[_Union[HopTime, _Mapping]]] = ...) -> None: ...
 
 class TensorDesc(_message.Message):
     __slots__ = ["dtype", "shape"]
