@@ -7,8 +7,10 @@
 //                                data-route-ready="true|false"
 //   #admin-key                   the admin key; kept in sessionStorage ("troupe.adminKey"), sent as
 //                                "Authorization: Bearer KEY" with every request when not empty
-//   #message                     the last action's answer or the last error, with the server's
-//                                message; data-kind="ok|error"; hidden when there is none
+//   #message                     hidden when empty; else one line per source, each with the
+//                                server's own message; a click dismisses a line:
+//     [data-source=action]       the last drain or cancel: data-kind="ok|error"
+//     [data-source=poll]         why the last poll failed (data-kind="error"); gone once one succeeds
 //   #coverage svg                the coverage map: nodes (rows) × layers (columns)
 //     [data-layer-replicas=L]    top row, layer L: data-replicas=N, class "gap" when N is 0
 //     g[data-node=ID]            one row per node: data-state=ok|draining|trouble|stale
@@ -16,7 +18,8 @@
 //   #nodes tr[data-node=ID]      the node table: data-state=ok|draining|trouble|stale, data-role
 //     button[data-action=drain]  shards only
 //   #jobs tr[data-job=ID]        a job: data-state=queued|running|completed|aborted, data-session,
-//                                data-tokens, data-max-tokens; class "selected" when selected
+//                                data-tokens, data-max-tokens, data-route="node,node,...";
+//                                class "selected" when selected
 //     button[data-action=cancel]
 //   #waterfall                   the selected session: data-session=ID, data-ended when it is gone
 //     g[data-step=I]             one bar per step (token index I), oldest at the top
@@ -42,7 +45,6 @@ const view = {
   selectedJob: "",      // the job clicked in #jobs
   selectedSession: "",  // its session, once it has one
   timeline: null,       // the last timeline fetched for selectedSession
-  messageSource: "",    // "poll" or "action": a poll that succeeds clears only its own errors
 };
 
 // ------------------------------------------------------------------ API
@@ -89,8 +91,8 @@ async function poll() {
   const results = await Promise.allSettled(names.map((n) => api("GET", `api/v1/${n}`)));
   const [cluster, nodes, coverage, jobs, history] = results.map((r) => (r.status === "fulfilled" ? r.value : null));
   const failed = results.find((r) => r.status === "rejected");
-  if (failed) showMessage("error", failed.reason.message, "poll");
-  else if (view.messageSource === "poll") clearMessage();
+  if (failed) showMessage("poll", "error", failed.reason.message);
+  else clearMessage("poll");
 
   if (cluster) renderSummary(cluster);
   if (nodes && coverage) renderCoverage(nodes.nodes, coverage);
@@ -117,7 +119,7 @@ async function loop() {
   try {
     await poll();
   } catch (e) {
-    showMessage("error", `console: ${e.message}`, "poll");
+    showMessage("poll", "error", `console: ${e.message}`);
   }
   setTimeout(loop, POLL_MS);
 }
@@ -127,9 +129,9 @@ async function loop() {
 async function act(button, path, describe) {
   button.disabled = true;
   try {
-    showMessage("ok", describe(await api("POST", path)), "action");
+    showMessage("action", "ok", describe(await api("POST", path)));
   } catch (e) {
-    showMessage("error", e.message, "action");
+    showMessage("action", "error", e.message);
   } finally {
     button.disabled = false;
   }
@@ -156,19 +158,25 @@ function select(job, session) {
 
 // ------------------------------------------------------------------ message area
 
-function showMessage(kind, text, source) {
+// Sets the line of `source` ("poll" or "action"); the poll's comes first.
+function showMessage(source, kind, text) {
   const box = document.getElementById("message");
-  box.dataset.kind = kind;
-  box.textContent = text;
+  let line = box.querySelector(`[data-source="${source}"]`);
+  if (!line) {
+    line = el("p", { "data-source": source });
+    if (source === "poll") box.prepend(line);
+    else box.append(line);
+  }
+  line.dataset.kind = kind;
+  line.textContent = text;
   box.hidden = false;
-  view.messageSource = source;
 }
 
-function clearMessage() {
+function clearMessage(source) {
   const box = document.getElementById("message");
-  box.hidden = true;
-  box.textContent = "";
-  view.messageSource = "";
+  const line = box.querySelector(`[data-source="${source}"]`);
+  if (line) line.remove();
+  box.hidden = box.children.length === 0;
 }
 
 // ------------------------------------------------------------------ summary
@@ -283,6 +291,8 @@ function renderNodes(nodes) {
       tr.dataset.state = n.state;
       tr.dataset.role = n.role;
       tr.className = `state-${n.state}`;
+      const button = tr.querySelector("button[data-action=drain]");
+      if (button) button.disabled = n.state === "draining";
       setCells(tr, [n.id, n.role, serves(n), stateBadge(n), n.role === "head" ? "—" : `${fmtAge(n.last_heartbeat_ms)} ago`,
         n.sessions, cacheUse(n), n.tokens_per_s.toFixed(1), fmtBytes(n.rss_bytes), n.version,
         `${n.device} / ${n.backend}`, fmtMs(n.rtt_ms), fmtMs(n.step_ms)]);
@@ -321,7 +331,8 @@ function renderJobs(jobs) {
       tr.append(td);
     },
     (tr, j) => {
-      Object.assign(tr.dataset, { state: j.state, session: j.session_id, tokens: j.tokens, maxTokens: j.max_tokens });
+      Object.assign(tr.dataset, { state: j.state, session: j.session_id, tokens: j.tokens, maxTokens: j.max_tokens,
+        route: (j.route || []).join(",") });
       tr.className = `job-${j.state}${j.job_id === view.selectedJob ? " selected" : ""}`;
       tr.querySelector("button[data-action=cancel]").hidden = j.state === "completed" || j.state === "aborted";
       const share = j.max_tokens ? j.tokens / j.max_tokens : 0;
@@ -440,10 +451,11 @@ function renderCharts(history) {
     lineChart(name, title, history.series[name] || [], history.now_ms, 1000 * (history.interval_s || 1), fmt)));
 }
 
-// A small line chart of [[t_ms, v], ...] over the last 10 minutes up to now_ms.
+// A small line chart of [[t_ms, v], ...] up to now_ms: over the last 10
+// minutes, or over what there is of them, but at least a minute.
 function lineChart(name, title, points, nowMs, intervalMs, fmt) {
   const w = 300, h = 110, left = 4, top = 18, bottom = 14;
-  const spanMs = 600 * 1000;
+  const spanMs = Math.min(600e3, Math.max(60e3, points.length ? nowMs - points[0][0] : 0));
   const max = Math.max(1e-9, ...points.map((p) => p[1]));
   const x = (t) => left + (w - 2 * left) * (1 - (nowMs - t) / spanMs);
   const y = (v) => top + (h - top - bottom) * (1 - v / max);
@@ -454,7 +466,7 @@ function lineChart(name, title, points, nowMs, intervalMs, fmt) {
     svgEl("text", { x: w - left, y: 12, class: "value" }, fmt(last)),
     svgEl("line", { x1: left, x2: w - left, y1: y(0), y2: y(0), class: "baseline" }),
     svgEl("text", { x: left, y: top + 8, class: "axis" }, `max ${fmt(max > 1e-9 ? max : 0)}`),
-    svgEl("text", { x: left, y: h - 2, class: "axis" }, "−10 min"),
+    svgEl("text", { x: left, y: h - 2, class: "axis" }, `−${fmtAge(spanMs)}`),
     svgEl("text", { x: w - left, y: h - 2, class: "axis end" }, "now"));
   if (shown.length) {
     // A new subpath after a gap in the samples (a head restart), instead of a line across it.
@@ -521,7 +533,10 @@ function start() {
     if (button) cancel(button, tr.dataset.job);
     else if (tr) select(tr.dataset.job, tr.dataset.session);
   });
-  document.getElementById("message").addEventListener("click", clearMessage);
+  document.getElementById("message").addEventListener("click", (e) => {
+    const line = e.target.closest("[data-source]");
+    if (line) clearMessage(line.dataset.source);
+  });
   loop();
 }
 
