@@ -105,12 +105,14 @@ async function poll() {
 // The selected session's timeline; once the session is gone (404) the last
 // one fetched stays on screen, marked ended.
 async function pollTimeline() {
-  if (!view.selectedSession) return renderWaterfall();
+  const session = view.selectedSession;
+  if (!session) return renderWaterfall();
   try {
-    view.timeline = await api("GET", `api/v1/sessions/${encodeURIComponent(view.selectedSession)}/timeline`);
-    view.timeline.ended = false;
+    const timeline = await api("GET", `api/v1/sessions/${encodeURIComponent(session)}/timeline`);
+    if (session !== view.selectedSession) return;  // another was clicked meanwhile
+    view.timeline = { ...timeline, ended: false };
   } catch (e) {
-    if (view.timeline && view.timeline.session_id === view.selectedSession) view.timeline.ended = true;
+    if (view.timeline && view.timeline.session_id === session) view.timeline.ended = true;
   }
   renderWaterfall();
 }
@@ -293,9 +295,10 @@ function renderNodes(nodes) {
       tr.className = `state-${n.state}`;
       const button = tr.querySelector("button[data-action=drain]");
       if (button) button.disabled = n.state === "draining";
-      setCells(tr, [n.id, n.role, serves(n), stateBadge(n), n.role === "head" ? "—" : `${fmtAge(n.last_heartbeat_ms)} ago`,
-        n.sessions, cacheUse(n), n.tokens_per_s.toFixed(1), fmtBytes(n.rss_bytes), n.version,
-        `${n.device} / ${n.backend}`, fmtMs(n.rtt_ms), fmtMs(n.step_ms)]);
+      const heartbeat = n.role === "head" ? "—" : `${fmtAge(n.last_heartbeat_ms)} ago`;
+      setCells(tr, [n.id, n.role, serves(n), stateBadge(n), heartbeat, n.sessions, cacheUse(n),
+        n.tokens_per_s.toFixed(1), fmtBytes(n.rss_bytes), n.version, `${n.device} / ${n.backend}`,
+        fmtMs(n.rtt_ms), fmtMs(n.step_ms)]);
     });
 }
 
@@ -336,7 +339,8 @@ function renderJobs(jobs) {
       tr.className = `job-${j.state}${j.job_id === view.selectedJob ? " selected" : ""}`;
       tr.querySelector("button[data-action=cancel]").hidden = j.state === "completed" || j.state === "aborted";
       const share = j.max_tokens ? j.tokens / j.max_tokens : 0;
-      setCells(tr, [j.job_id, j.state, el("span", { class: "progress" }, progressBar(share), ` ${j.tokens} / ${j.max_tokens}`),
+      const progress = el("span", { class: "progress" }, progressBar(share), ` ${j.tokens} / ${j.max_tokens}`);
+      setCells(tr, [j.job_id, j.state, progress,
         j.state === "queued" ? `#${j.queue_position}` : "—", fmtAge(j.age_ms), routeText(j.route)]);
       if (j.job_id === view.selectedJob && j.session_id && j.session_id !== view.selectedSession) {
         view.selectedSession = j.session_id;  // a queued job got its session
@@ -383,7 +387,8 @@ function renderWaterfall() {
   const label = 90, barW = 640, rowH = 13, top = 4;
   const scale = barW / Math.max(...steps.map((s) => s.total_ms), 1e-3);
   const height = top + steps.length * rowH + 18;
-  const svg = svgEl("svg", { viewBox: `0 0 ${label + barW + 8} ${height}`, width: label + barW + 8, height, role: "img" });
+  const width = label + barW + 8;
+  const svg = svgEl("svg", { viewBox: `0 0 ${width} ${height}`, width, height, role: "img" });
 
   steps.forEach((step, i) => {
     const y = top + i * rowH;
@@ -392,12 +397,15 @@ function renderWaterfall() {
     let x = label;
     const segment = (hop, stage, part, ms, fill) => {
       const w = Math.max(0, ms * scale);
+      const title = svgEl("title", {}, `${hop} (${stage}) ${part} ${ms.toFixed(2)} ms`);
       g.append(svgEl("rect", { x, y, width: w, height: rowH - 2, fill, "data-hop": hop, "data-stage": stage,
-        "data-part": part, class: `part-${part}` }, svgEl("title", {}, `${hop} (${stage}) ${part} ${ms.toFixed(2)} ms`)));
+        "data-part": part, class: `part-${part}` }, title));
       x += w;
     };
     for (const h of step.hops) {
-      for (const part of ["queue", "compute", "send"]) segment(h.node, h.stage, part, h[`${part}_ms`], colour.get(hopKey(h)));
+      for (const part of ["queue", "compute", "send"]) {
+        segment(h.node, h.stage, part, h[`${part}_ms`], colour.get(hopKey(h)));
+      }
     }
     segment("network", "network", "network", step.network_ms, "#9a9a9a");
     svg.append(g);
@@ -406,7 +414,8 @@ function renderWaterfall() {
   [0, 0.5, 1].forEach((f) => svg.append(svgEl("text", { x: label + f * barW, y: height - 4,
     class: `axis ${["", "middle", "end"][2 * f]}` }, fmtMs(f * max))));
 
-  box.replaceChildren(svg, waterfallLegend(steps, colour), ...(t.ended ? [el("p", { class: "empty" }, "Session ended.")] : []));
+  const ended = t.ended ? [el("p", { class: "empty" }, "Session ended.")] : [];
+  box.replaceChildren(svg, waterfallLegend(steps, colour), ...ended);
 }
 
 // A colour per hop (node and stage), in ring order.
@@ -434,8 +443,9 @@ function waterfallLegend(steps, colour) {
   const network = steps.reduce((a, s) => a + s.network_ms, 0) / steps.length;
   const list = el("ul", { class: "legend" });
   for (const s of sums.values()) {
+    const means = `${fmtMs(s.queue / s.n)} queue · ${fmtMs(s.compute / s.n)} compute · ${fmtMs(s.send / s.n)} send`;
     list.append(el("li", {}, el("span", { class: "swatch", style: `background: ${colour.get(s.key)}` }),
-      `${s.key} `, el("small", {}, `${fmtMs(s.queue / s.n)} queue · ${fmtMs(s.compute / s.n)} compute · ${fmtMs(s.send / s.n)} send`)));
+      `${s.key} `, el("small", {}, means)));
   }
   list.append(el("li", {}, el("span", { class: "swatch", style: "background: #9a9a9a" }), "network ",
     el("small", {}, `${fmtMs(network)} per step`)));
@@ -471,7 +481,8 @@ function lineChart(name, title, points, nowMs, intervalMs, fmt) {
   if (shown.length) {
     // A new subpath after a gap in the samples (a head restart), instead of a line across it.
     const gapMs = 2.5 * intervalMs;
-    const d = shown.map((p, i) => `${i && p[0] - shown[i - 1][0] <= gapMs ? "L" : "M"}${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join("");
+    const move = (i) => (i && shown[i][0] - shown[i - 1][0] <= gapMs ? "L" : "M");
+    const d = shown.map((p, i) => `${move(i)}${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join("");
     svg.append(svgEl("path", { d, class: "line" }));
   }
   return svg;

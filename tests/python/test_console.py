@@ -33,7 +33,8 @@ ADMIN_KEY = "sk-console-admin-0123456789"
 TTL_S = 10  # the registry's heartbeat TTL (scheduling/registry.h) unless /api/v1/cluster says otherwise
 SLACK_S = 5  # a heartbeat period, a poll of the page, and a loaded machine
 SPANS = [[0, 10], [10, 20], [20, 30]]
-ARTIFACTS = pathlib.Path(os.environ.get("TROUPE_TEST_ARTIFACTS", TROUPE_BIN.parent.parent / "test-artifacts")) / "console"
+ARTIFACTS = pathlib.Path(os.environ.get("TROUPE_TEST_ARTIFACTS", TROUPE_BIN.parent.parent / "test-artifacts"))
+ARTIFACTS = ARTIFACTS / "console"
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the Python package playwright is not installed "
                                                              "(scripts/setup.sh --with-test-deps)")
@@ -252,7 +253,8 @@ def test_a_running_job_progresses_finishes_and_its_waterfall_shows_every_hop(pag
     assert [node_info(cluster, n)["layers"] for n in route] == SPANS, route
     steps = page.locator("#waterfall g[data-step]").evaluate_all("""steps => steps.map(g => ({
         step: +g.dataset.step,
-        hops: [...g.querySelectorAll('rect[data-hop]')].map(r => [r.dataset.hop, r.dataset.stage, r.dataset.part])}))""")
+        hops: [...g.querySelectorAll('rect[data-hop]')].map(
+            r => [r.dataset.hop, r.dataset.stage, r.dataset.part])}))""")
     assert steps and [s["step"] for s in steps] == sorted(s["step"] for s in steps)
     for s in steps:
         computes = [(hop, stage) for hop, stage, part in s["hops"] if part == "compute"]
