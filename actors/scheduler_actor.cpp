@@ -577,9 +577,9 @@ class SchedulerActor : public StageActor {
     if (q.view() == "cluster") {
       view = sched::ClusterView(head, registry, jobs, now);
     } else if (q.view() == "nodes") {
-      view = sched::NodesView(head, registry, now);
+      view = sched::NodesView(head, registry, lost_, now);
     } else if (q.view() == "coverage") {
-      view = sched::CoverageView(registry, head.n_layers, now);
+      view = sched::CoverageView(registry, lost_, head.n_layers, now);
     } else if (q.view() == "jobs") {
       view = sched::JobsView(book_->Summaries(kEndedJobsShown), jobs, now, UnixNow());
     } else if (q.view() == "sessions") {
@@ -613,6 +613,8 @@ class SchedulerActor : public StageActor {
 
   // One sample a second of what the console charts (sched::MetricHistory).
   void SampleHistory(Clock::time_point now) {
+    sched::TrackLost(known_, jobs_.registry().All(), now, &lost_);
+    known_ = jobs_.registry().All();
     const double unix_now = UnixNow();
     const double dt = unix_now - sampled_at_;
     if (dt < 1.0) return;
@@ -732,6 +734,8 @@ class SchedulerActor : public StageActor {
   // The console (ConsoleAsked, SampleHistory).
   static constexpr size_t kEndedJobsShown = 20;
   sched::MetricHistory history_;
+  std::map<std::string, sched::ShardEntry> known_;  // the registry at the last tick
+  std::map<std::string, sched::LostNode> lost_;     // nodes that left it lately
   double sampled_at_ = 0, tokens_per_s_ = 0;
   uint64_t tokens_seen_ = 0, failed_seen_ = 0;
   std::map<std::string, std::string> refused_said_;             // node -> the refusal last logged

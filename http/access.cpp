@@ -41,7 +41,9 @@ Access AccessFor(std::string_view method, std::string_view path, bool loopback) 
   if (path == "/health") return Access::kOpen;
   if (method == "GET" && (path == "/" || path.rfind("/console.", 0) == 0)) return Access::kOpen;
   if (path == "/admin" || path.rfind("/admin/", 0) == 0) return Access::kAdmin;
-  if (path == "/api" || path.rfind("/api/", 0) == 0) return loopback ? Access::kOpen : Access::kAdmin;
+  if (path == "/api" || path.rfind("/api/", 0) == 0) {
+    return loopback && method == "GET" ? Access::kOpen : Access::kAdmin;  // actions: always the admin key
+  }
   return Access::kUser;
 }
 

@@ -5,9 +5,10 @@
 //   Access::kOpen   GET /health: anyone (liveness probes carry no key)
 //   Access::kUser   everything else under /v1 (and /metrics, /models ...):
 //                   any key in force, user or admin
-//   Access::kAdmin  /admin/...: an admin key; and the console's views
-//                   (/api/v1/...) unless the API listens on loopback (then
-//                   open); the console's page itself (/, /console.*) is open
+//   Access::kAdmin  /admin/...: an admin key; the console's actions (POST
+//                   /api/v1/...) too, and its views (GET /api/v1/...) unless
+//                   the API listens on loopback (then open); the console's
+//                   page itself (/, /console.*) is open
 //
 // With no key source configured the API is open (kUser needs nothing), but
 // kAdmin still needs an admin key, so admin actions stay shut.
@@ -38,8 +39,9 @@ namespace troupe::http {
 enum class Access { kOpen, kUser, kAdmin };
 
 // What a route needs: kOpen for GET /health and the console's page, kAdmin
-// for paths under /admin/ and — unless `loopback` (the API listens on a
-// loopback address only) — under /api/, kUser otherwise.
+// for paths under /admin/, for POSTs under /api/ (the console's drain and
+// cancel) and — unless `loopback` (the API listens on a loopback address
+// only) — for GETs under /api/; kUser otherwise.
 Access AccessFor(std::string_view method, std::string_view path, bool loopback = false);
 
 // Whether `host` (a bind address) is loopback: 127.0.0.0/8, ::1, localhost.

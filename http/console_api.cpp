@@ -7,10 +7,10 @@
 //   GET /api/v1/metrics/history[?seconds=S]   charts (default 600 s)
 //
 // Each view is the head's JSON (v1::ConsoleQuery, scheduling/console_views.h)
-// passed through. Access (http/access.h, Access::kConsole): the page is open
-// (it holds no data); the views need an admin key unless the API listens on
-// loopback. Actions go through the admin routes (POST /admin/nodes/ID/drain,
-// POST /admin/jobs/ID/cancel), which always need the admin key.
+// passed through. Access (http/access.h): the page is open (it holds no
+// data); the views need an admin key unless the API listens on loopback.
+// Its actions, POST /api/v1/nodes/ID/drain and POST /api/v1/jobs/ID/cancel,
+// are the admin routes' (http_server.cpp) and always need the admin key.
 #include <httplib.h>
 
 #include <iostream>

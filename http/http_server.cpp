@@ -513,8 +513,9 @@ void HttpServer::AdminRoutes() {
   });
   // Any job of the head's job book, by id: its status, or cancel it (the
   // answer is its status after). 404 for a job the head does not know.
-  auto job_route = [this](bool cancel) {
-    return [this, cancel](const httplib::Request& req, httplib::Response& res) {
+  // `console`: the job id as a decimal string (JavaScript numbers lose ids above 2^53).
+  auto job_route = [this](bool cancel, bool console = false) {
+    return [this, cancel, console](const httplib::Request& req, httplib::Response& res) {
       std::optional<ApiKey> key;
       if (auto e = Authorize(req, &key)) return SendError(res, *e);
       uint64_t job_id = 0;
@@ -534,15 +535,19 @@ void HttpServer::AdminRoutes() {
       if (cancel) {
         std::cerr << "troupe http: job " << job_id << " cancelled by '" << (key ? key->name : "?") << "'" << std::endl;
       }
-      SendJson(res, 200, JobStatusJson(*status));
+      json answer = JobStatusJson(*status);
+      if (console) answer["job_id"] = std::to_string(status->job_id());
+      SendJson(res, 200, answer);
     };
   };
   server_->Get(R"(/admin/jobs/(\d+))", job_route(false));
   server_->Post(R"(/admin/jobs/(\d+)/cancel)", job_route(true));
+  server_->Post(R"(/api/v1/jobs/(\d+)/cancel)",
+                job_route(true, /*console=*/true));  // the console's (admin too: AccessFor)
   // Drain a shard node: no new session goes to it, its running jobs move to
   // replicas (the same tokens) or finish there, then it leaves. Optional
   // body {"timeout_seconds": N} bounds the wait (default: the node's own).
-  server_->Post(R"(/admin/nodes/([^/]+)/drain)", [this](const httplib::Request& req, httplib::Response& res) {
+  auto drain = [this](const httplib::Request& req, httplib::Response& res) {
     std::optional<ApiKey> key;
     if (auto e = Authorize(req, &key)) return SendError(res, *e);
     double timeout = 0;
@@ -571,7 +576,9 @@ void HttpServer::AdminRoutes() {
                   {"moved", drained->moved()},
                   {"staying", drained->staying()},
                   {"text", drained->text()}});
-  });
+  };
+  server_->Post(R"(/admin/nodes/([^/]+)/drain)", drain);
+  server_->Post(R"(/api/v1/nodes/([^/]+)/drain)", drain);  // the console's (admin too: AccessFor)
 }
 
 }  // namespace troupe::http

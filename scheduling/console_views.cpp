@@ -16,7 +16,7 @@ std::string StateOf(const Registry& r, const ShardEntry& e, ConsoleClock::time_p
     *detail = e.trouble;
     return "trouble";
   }
-  if (!r.IsAlive(e, now)) {
+  if (!r.IsAlive(e, now) || now - e.last_seen > kStaleAfter) {
     *detail = "no heartbeat for " + std::to_string(static_cast<int64_t>(MsSince(e.last_seen, now))) + " ms";
     return "stale";
   }
@@ -35,6 +35,16 @@ const JobBook::Summary* Find(const std::vector<JobBook::Summary>& book, uint64_t
 }
 
 }  // namespace
+
+void TrackLost(const std::map<std::string, ShardEntry>& before, const std::map<std::string, ShardEntry>& now_known,
+               ConsoleClock::time_point now, std::map<std::string, LostNode>* lost) {
+  for (const auto& [id, e] : before) {
+    if (!now_known.count(id)) (*lost)[id] = LostNode{e, now};
+  }
+  for (auto it = lost->begin(); it != lost->end();) {
+    it = now_known.count(it->first) || now - it->second.since > kLostShown ? lost->erase(it) : std::next(it);
+  }
+}
 
 std::string StageName(int stage) {
   switch (stage) {
@@ -60,13 +70,15 @@ Json ClusterView(const ConsoleHead& head, const Registry& registry, const std::v
               {"route_problem", head.route_problem},
               {"version", head.version},
               {"uptime_s", head.uptime_s},
+              {"heartbeat_ttl_s", std::chrono::duration<double>(registry.ttl()).count()},
               {"time_ms", head.unix_ms},
               {"nodes", nodes},
               {"sessions", jobs.size() - queued},
               {"queued", queued}};
 }
 
-Json NodesView(const ConsoleHead& head, const Registry& registry, ConsoleClock::time_point now) {
+Json NodesView(const ConsoleHead& head, const Registry& registry, const std::map<std::string, LostNode>& lost,
+               ConsoleClock::time_point now) {
   Json nodes = Json::array();
   Json stages = Json::array();
   if (head.runs_embedding) stages.push_back("embedding");
@@ -114,18 +126,51 @@ Json NodesView(const ConsoleHead& head, const Registry& registry, ConsoleClock::
                          {"version", e.details.version},
                          {"device", e.details.device}});
   }
+  for (const auto& [id, l] : lost) {
+    const ShardEntry& e = l.entry;
+    const bool shard = e.layer_end > e.layer_begin;
+    Json node_stages = Json::array();
+    for (int s : e.stages) node_stages.push_back(StageName(s));
+    nodes.push_back(
+        Json{{"id", id},
+             {"role", shard ? "shard" : "stage"},
+             {"endpoint", e.endpoint},
+             {"layers", shard ? Json::array({e.layer_begin, e.layer_end}) : Json(nullptr)},
+             {"stages", node_stages},
+             {"state", "lost"},
+             {"detail", "left the registry " + std::to_string(static_cast<int64_t>(MsSince(l.since, now) / 1000)) +
+                            " s ago (" + (e.draining ? "drained" : "died, hung or cut off") + ")"},
+             {"last_heartbeat_ms", MsSince(e.last_seen, now)},
+             {"sessions", 0},
+             {"cache_bytes", 0},
+             {"cache_budget_bytes", e.details.cache_budget_bytes},
+             {"step_ms", e.step_ms},
+             {"rtt_ms", e.rtt_ms},
+             {"tokens_per_s", 0.0},
+             {"rss_bytes", e.details.rss_bytes},
+             {"version", e.details.version},
+             {"device", e.details.device}});
+  }
   return Json{{"nodes", nodes}};
 }
 
-Json CoverageView(const Registry& registry, int64_t n_layers, ConsoleClock::time_point now) {
+Json CoverageView(const Registry& registry, const std::map<std::string, LostNode>& lost, int64_t n_layers,
+                  ConsoleClock::time_point now) {
   Json spans = Json::array();
+  std::vector<uint32_t> replicas(static_cast<size_t>(std::max<int64_t>(0, n_layers)), 0);
   for (const auto& [id, e] : registry.All()) {
     if (e.layer_end <= e.layer_begin) continue;
     std::string detail;
-    spans.push_back(Json{
-        {"node", id}, {"begin", e.layer_begin}, {"end", e.layer_end}, {"state", StateOf(registry, e, now, &detail)}});
+    const std::string state = StateOf(registry, e, now, &detail);
+    spans.push_back(Json{{"node", id}, {"begin", e.layer_begin}, {"end", e.layer_end}, {"state", state}});
+    if (state != "ok") continue;
+    for (int64_t l = e.layer_begin; l < std::min(e.layer_end, n_layers); ++l) replicas[l]++;
   }
-  return Json{{"n_layers", n_layers}, {"replicas", registry.Coverage(n_layers, now)}, {"spans", spans}};
+  for (const auto& [id, l] : lost) {
+    if (l.entry.layer_end <= l.entry.layer_begin) continue;
+    spans.push_back(Json{{"node", id}, {"begin", l.entry.layer_begin}, {"end", l.entry.layer_end}, {"state", "lost"}});
+  }
+  return Json{{"n_layers", n_layers}, {"replicas", replicas}, {"spans", spans}};
 }
 
 Json JobsView(const std::vector<JobBook::Summary>& book, const std::vector<JobLifecycle::JobView>& jobs,

@@ -7,8 +7,12 @@
 // strings (64-bit values do not survive JavaScript numbers).
 //
 // A node's state: "draining" (leaving on purpose), "trouble" (alive but not
-// usable: `detail` says why), "stale" (no heartbeat within the registry's
-// TTL: on its way out), else "ok". Plain functions; no sockets or actors.
+// usable: `detail` says why), "stale" (silent for kStaleAfter — three
+// heartbeats — or past the registry's TTL), "lost" (gone from the registry:
+// died, cut off or drained; listed for kLostShown, or until it comes back),
+// else "ok". Coverage counts, per layer, the nodes serving it that are ok
+// now: the replicas a new session could use. Plain functions; no sockets or
+// actors.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -41,12 +45,29 @@ struct ConsoleHead {
 using Json = nlohmann::json;
 using ConsoleClock = std::chrono::steady_clock;
 
+constexpr std::chrono::milliseconds kStaleAfter{3500};
+constexpr std::chrono::minutes kLostShown{10};
+
+// A node that left the registry, as last known, and since when.
+struct LostNode {
+  ShardEntry entry;
+  ConsoleClock::time_point since;
+};
+
+// Keeps `lost` up to date: nodes in `before` missing from `now_known` are
+// lost from `now`; lost nodes back in `now_known`, or lost longer than
+// kLostShown, are dropped.
+void TrackLost(const std::map<std::string, ShardEntry>& before, const std::map<std::string, ShardEntry>& now_known,
+               ConsoleClock::time_point now, std::map<std::string, LostNode>* lost);
+
 std::string StageName(int stage);  // v1::Stage -> "embedding", "shard", "lm_head", "sampler"
 
 Json ClusterView(const ConsoleHead& head, const Registry& registry, const std::vector<JobLifecycle::JobView>& jobs,
                  ConsoleClock::time_point now);
-Json NodesView(const ConsoleHead& head, const Registry& registry, ConsoleClock::time_point now);
-Json CoverageView(const Registry& registry, int64_t n_layers, ConsoleClock::time_point now);
+Json NodesView(const ConsoleHead& head, const Registry& registry, const std::map<std::string, LostNode>& lost,
+               ConsoleClock::time_point now);
+Json CoverageView(const Registry& registry, const std::map<std::string, LostNode>& lost, int64_t n_layers,
+                  ConsoleClock::time_point now);
 // Live jobs (queued by position, then running) and the recently ended ones.
 Json JobsView(const std::vector<JobBook::Summary>& book, const std::vector<JobLifecycle::JobView>& jobs,
               ConsoleClock::time_point now, double unix_now);

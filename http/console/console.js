@@ -13,9 +13,9 @@
 //     [data-source=poll]         why the last poll failed (data-kind="error"); gone once one succeeds
 //   #coverage svg                the coverage map: nodes (rows) × layers (columns)
 //     [data-layer-replicas=L]    top row, layer L: data-replicas=N, class "gap" when N is 0
-//     g[data-node=ID]            one row per node: data-state=ok|draining|trouble|stale
+//     g[data-node=ID]            one row per node: data-state=ok|draining|trouble|stale|lost
 //       rect[data-layer=L]       a layer that node serves
-//   #nodes tr[data-node=ID]      the node table: data-state=ok|draining|trouble|stale, data-role
+//   #nodes tr[data-node=ID]      the node table: data-state=ok|draining|trouble|stale|lost, data-role
 //     button[data-action=drain]  shards only
 //   #jobs tr[data-job=ID]        a job: data-state=queued|running|completed|aborted, data-session,
 //                                data-tokens, data-max-tokens, data-route="node,node,...";
@@ -294,10 +294,10 @@ function renderNodes(nodes) {
       tr.dataset.role = n.role;
       tr.className = `state-${n.state}`;
       const button = tr.querySelector("button[data-action=drain]");
-      if (button) button.disabled = n.state === "draining";
+      if (button) button.disabled = n.state === "draining" || n.state === "lost";
       const heartbeat = n.role === "head" ? "—" : `${fmtAge(n.last_heartbeat_ms)} ago`;
       setCells(tr, [n.id, n.role, serves(n), stateBadge(n), heartbeat, n.sessions, cacheUse(n),
-        n.tokens_per_s.toFixed(1), fmtBytes(n.rss_bytes), n.version, `${n.device} / ${n.backend}`,
+        n.tokens_per_s.toFixed(1), fmtBytes(n.rss_bytes), n.version, n.device || "—",
         fmtMs(n.rtt_ms), fmtMs(n.step_ms)]);
     });
 }

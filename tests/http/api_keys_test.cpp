@@ -186,6 +186,8 @@ TEST(Access, TheConsolesViewsNeedAnAdminKeyUnlessTheApiListensOnLoopback) {
     EXPECT_EQ(AccessFor("GET", "/api/v1/nodes", loopback), loopback ? Access::kOpen : Access::kAdmin);
     EXPECT_EQ(AccessFor("GET", "/api/v1/sessions/5/timeline", loopback), loopback ? Access::kOpen : Access::kAdmin);
     // Actions stay admin-only either way.
+    EXPECT_EQ(AccessFor("POST", "/api/v1/nodes/shard-1/drain", loopback), Access::kAdmin);
+    EXPECT_EQ(AccessFor("POST", "/api/v1/jobs/7/cancel", loopback), Access::kAdmin);
     EXPECT_EQ(AccessFor("POST", "/admin/nodes/shard-1/drain", loopback), Access::kAdmin);
     EXPECT_EQ(AccessFor("POST", "/admin/jobs/7/cancel", loopback), Access::kAdmin);
   }

@@ -29,8 +29,10 @@ TEST(ConsoleViewsTest, NodesCarryTheirStateAndWhy) {
   r.SetTrouble("b", "its key is refused");
   r.SetDraining("d");
   r.ReportDetails("a", NodeDetails{123, "0.9.0", "cpu", 4096, 8192, 100}, now);
-  const Json nodes = NodesView(Head(), r, now)["nodes"];
-  ASSERT_EQ(nodes.size(), 5u);
+  std::map<std::string, LostNode> lost;
+  TrackLost({{"e", ShardEntry{"e", "tcp://e", 20, 30, false, now}}}, r.All(), now - seconds(5), &lost);
+  const Json nodes = NodesView(Head(), r, lost, now)["nodes"];
+  ASSERT_EQ(nodes.size(), 6u);
   EXPECT_EQ(nodes[0]["id"], "head");
   EXPECT_EQ(nodes[0]["role"], "head");
   EXPECT_TRUE(nodes[0]["layers"].is_null());
@@ -46,6 +48,28 @@ TEST(ConsoleViewsTest, NodesCarryTheirStateAndWhy) {
   EXPECT_EQ(by_id["c"]["state"], "stale");
   EXPECT_NE(by_id["c"]["detail"].get<std::string>().find("no heartbeat for"), std::string::npos);
   EXPECT_EQ(by_id["d"]["state"], "draining");
+  EXPECT_EQ(by_id["e"]["state"], "lost");
+  EXPECT_NE(by_id["e"]["detail"].get<std::string>().find("left the registry 5 s ago"), std::string::npos);
+  // Silent for three heartbeats, though within the TTL: stale already.
+  Registry quiet(seconds(10));
+  quiet.Upsert(ShardEntry{"q", "tcp://q", 0, 30, false, now - seconds(4)});
+  EXPECT_EQ(NodesView(Head(), quiet, {}, now)["nodes"][1]["state"], "stale");
+}
+
+TEST(ConsoleViewsTest, LostNodesAreDroppedWhenTheyComeBackOrAfterAWhile) {
+  const auto now = ConsoleClock::now();
+  std::map<std::string, ShardEntry> before = {{"a", ShardEntry{"a", "tcp://a", 0, 10, false, now}},
+                                              {"b", ShardEntry{"b", "tcp://b", 10, 20, false, now}}};
+  std::map<std::string, LostNode> lost;
+  TrackLost(before, {{"a", before["a"]}}, now, &lost);
+  ASSERT_EQ(lost.size(), 1u);
+  EXPECT_EQ(lost.begin()->first, "b");
+  TrackLost({{"a", before["a"]}}, before, now + seconds(1), &lost);  // b is back
+  EXPECT_TRUE(lost.empty());
+  TrackLost(before, {}, now, &lost);
+  EXPECT_EQ(lost.size(), 2u);
+  TrackLost({}, {}, now + kLostShown + seconds(1), &lost);
+  EXPECT_TRUE(lost.empty());
 }
 
 TEST(ConsoleViewsTest, CoverageCountsLiveReplicasAndShowsGaps) {
@@ -54,13 +78,15 @@ TEST(ConsoleViewsTest, CoverageCountsLiveReplicasAndShowsGaps) {
   r.Upsert(ShardEntry{"a", "tcp://a", 0, 10, false, now});
   r.Upsert(ShardEntry{"a2", "tcp://a2", 0, 10, false, now});
   r.Upsert(ShardEntry{"c", "tcp://c", 20, 30, false, now});
-  const Json c = CoverageView(r, 30, now);
+  r.Upsert(ShardEntry{"d", "tcp://d", 20, 30, false, now});
+  r.SetDraining("d");  // leaving: not a replica any more
+  const Json c = CoverageView(r, {}, 30, now);
   EXPECT_EQ(c["n_layers"], 30);
   ASSERT_EQ(c["replicas"].size(), 30u);
   EXPECT_EQ(c["replicas"][0], 2);
   EXPECT_EQ(c["replicas"][15], 0);  // the gap
   EXPECT_EQ(c["replicas"][25], 1);
-  EXPECT_EQ(c["spans"].size(), 3u);
+  EXPECT_EQ(c["spans"].size(), 4u);
 }
 
 TEST(ConsoleViewsTest, JobsListQueuedByPositionThenRunningThenEndedWithIdsAsStrings) {
