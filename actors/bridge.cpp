@@ -1,4 +1,5 @@
 #include "actors/bridge.h"
+#include "pipeline/log.h"
 
 #include <caf/send.hpp>
 
@@ -34,8 +35,8 @@ void Bridge::Answer(const Origin& to, v1::Envelope envelope) {
   const auto now = std::chrono::steady_clock::now();
   if (now < next_send_error_log_) return;
   next_send_error_log_ = now + std::chrono::seconds(1);
-  std::cerr << "troupe node " << ctx_->node_id << ": send failed on link " << to.link
-            << (to.peer.empty() ? "" : " to " + to.peer) << ": " << st.ToString() << std::endl;
+  logging::Warn(
+      logging::Cat("send failed on link ", to.link, (to.peer.empty() ? "" : " to " + to.peer), ": ", st.ToString()));
 }
 
 void Bridge::OnMessage(transport::LinkId link, transport::Inbound&& message) {
@@ -59,8 +60,8 @@ void Bridge::OnSendError(transport::LinkId link, const std::string& peer, const 
     if (ctx_->scheduler) caf::anon_send(ctx_->scheduler, PeerGone{Origin{link, peer}});
     return;
   }
-  std::cerr << "troupe node " << ctx_->node_id << ": send failed on link " << link
-            << (peer.empty() ? "" : " to " + peer) << ": " << error.ToString() << std::endl;
+  logging::Warn(
+      logging::Cat("send failed on link ", link, (peer.empty() ? "" : " to " + peer), ": ", error.ToString()));
 }
 
 void Bridge::OnEvent(transport::LinkId link, const transport::LinkEvent& event) {

@@ -1,7 +1,8 @@
 // Hop timing: each stage adds its share of a step (v1::HopTime: queue wait,
 // compute, send, on this node's clock) to the step it hands on, after the
 // times the step brought, when the node's config has hop_timing on (the
-// default). The sampler turns them into the session's timeline
+// default); and, on or off, observes the queue wait and compute in the
+// node's /metrics histograms (NodeContext::stages). The sampler turns them into the session's timeline
 // (scheduling/timelines.h). Costs a few clock reads and ~30 bytes per hop.
 #pragma once
 
@@ -23,6 +24,11 @@ inline int64_t SteadyNs() {
 // Times before 0 (a step made here, never received) count as 0.
 inline void StampHop(const v1::Step& in, v1::Step& next, const NodeContext& ctx, v1::Stage stage, int64_t arrived_ns,
                      int64_t compute_begin_ns, int64_t compute_end_ns) {
+  if (stage >= 0 && static_cast<size_t>(stage) < ctx.stages.size()) {
+    StageHistograms& h = ctx.stages[stage];
+    if (arrived_ns > 0) h.queue_ms.Observe(static_cast<double>(compute_begin_ns - arrived_ns) / 1e6);
+    h.compute_ms.Observe(static_cast<double>(compute_end_ns - compute_begin_ns) / 1e6);
+  }
   if (!ctx.config.hop_timing) return;
   if (&in != &next) *next.mutable_times() = in.times();
   auto us = [](int64_t ns) { return static_cast<uint32_t>(ns > 0 ? ns / 1000 : 0); };

@@ -1,4 +1,5 @@
 #include "actors/join.h"
+#include "pipeline/log.h"
 
 #include <filesystem>
 #include <fstream>
@@ -148,9 +149,9 @@ Result<scheduling::LayerSpan> ChooseLayers(const cluster::NodeConfig& config, st
     if (coverage.ok()) {
       const Counted c = CountsOf(*coverage, source->config().n_layers);
       const scheduling::LayerSpan chosen = scheduling::ChooseSpan(c.replicas, c.spans, room.layers);
-      std::cerr << "troupe node " << config.id << ": layers auto: " << chosen.begin << "-" << chosen.end << " of "
-                << c.replicas.size() << " (room for " << room.layers << " in " << Mib(room.budget) << " with a "
-                << Mib(config.cache_budget_bytes) << " cache budget)" << std::endl;
+      logging::Info(logging::Cat("layers auto: ", chosen.begin, "-", chosen.end, " of ", c.replicas.size(),
+                                 " (room for ", room.layers, " in ", Mib(room.budget), " with a ",
+                                 Mib(config.cache_budget_bytes), " cache budget)"));
       return chosen;
     }
     if (coverage.status().code() != StatusCode::kUnavailable) {
@@ -164,8 +165,7 @@ Result<scheduling::LayerSpan> ChooseLayers(const cluster::NodeConfig& config, st
     }
     if (!said) {
       said = true;
-      std::cerr << "troupe node " << config.id << ": waiting for head '" << config.head_id << "' at " << line->endpoint
-                << " to choose layers" << std::endl;
+      logging::Info(logging::Cat("waiting for head '", config.head_id, "' at ", line->endpoint, " to choose layers"));
     }
     line->query.set_request_id(line->query.request_id() + 1);
   }

@@ -88,6 +88,7 @@ class LmHeadActor : public StageActor {
       return;
     }
     const int64_t compute_end = SteadyNs();
+    ctx_->stages[v1::STAGE_LM_HEAD].batch_sessions.Observe(static_cast<double>(batch.size()));
     ctx_->counters.steps_total += batch.size();
     ctx_->counters.batches_total++;
     ctx_->counters.batch_rows_total += static_cast<uint64_t>(n_logit_rows);

@@ -1,4 +1,5 @@
 #include "actors/node.h"
+#include "pipeline/log.h"
 
 #include <ATen/Parallel.h>
 #include <signal.h>
@@ -33,11 +34,14 @@
 #include "http/http_server.h"
 #include "http/job_client_backend.h"
 #include "http/key_store.h"
+#include "http/metrics_server.h"
+#include "http/openai_api.h"
 #include "pipeline/model/decoder.h"
 #include "pipeline/model/model_options.h"
 #include "pipeline/model/prompt.h"
 #include "pipeline/model/torch_device.h"
 #include "scheduling/admission.h"
+#include "scheduling/metrics_query.h"
 #include "transport/keys.h"
 #include "transport/links.h"
 #include "transport/zap_handler.h"
@@ -62,6 +66,7 @@ struct Node::Impl {
   std::vector<caf::actor> actors;
   std::shared_ptr<http::KeyStore> keys;  // head with endpoints.http and keys configured
   std::unique_ptr<http::HttpServer> http;
+  std::unique_ptr<http::MetricsServer> metrics;  // endpoints.metrics: this node's own /metrics
   bool stopped = false;
 };
 
@@ -81,6 +86,7 @@ void Node::BeginDrain() {
 const std::string& Node::node_endpoint() const { return impl_->ctx->node_endpoint; }
 const std::string& Node::job_endpoint() const { return impl_->ctx->job_endpoint; }
 int Node::http_port() const { return impl_->http ? impl_->http->port() : 0; }
+int Node::metrics_port() const { return impl_->metrics ? impl_->metrics->port() : 0; }
 
 namespace {
 
@@ -91,7 +97,7 @@ transport::ZapRefusalFn RefusalLogger(std::shared_ptr<NodeContext> ctx) {
   return [ctx](const transport::ZapRefusal& r) {
     const std::string node = ctx->links ? ctx->links->NodeOfKey(r.public_key) : "";
     if (ctx->refusals.Handshake(r, node)) {
-      std::cerr << "troupe node " << ctx->node_id << ": " << Refusals::Describe(r, node) << std::endl;
+      logging::Warn(Refusals::Describe(r, node));
     }
     if (!node.empty() && ctx->scheduler && r.domain == transport::kDefaultZapDomain) {
       caf::anon_send(ctx->scheduler, NodeTrouble{node, "this head refused its CURVE key (" + r.reason + ")", false});
@@ -120,7 +126,7 @@ Status LoadModel(const cluster::NodeConfig& c, NodeContext* ctx, std::shared_ptr
   }
   if (c.RunsLmHead()) {
     TROUPE_ASSIGN_OR_RETURN(ctx->lm_head, LmHead::Load(*source, options));
-    if (!c.head) std::cerr << "troupe node " << c.id << ": LM head on " << ctx->lm_head->Describe() << std::endl;
+    if (!c.head) logging::Info(logging::Cat("LM head on ", ctx->lm_head->Describe()));
     ctx->device_text = ctx->lm_head->Describe();
   }
   if (c.head) {
@@ -133,17 +139,15 @@ Status LoadModel(const cluster::NodeConfig& c, NodeContext* ctx, std::shared_ptr
   }
   if (c.shard) {
     TROUPE_ASSIGN_OR_RETURN(auto d, Decoder::Load(*source, c.layer_begin, c.layer_end, options));
-    std::cerr << "troupe node " << c.id << ": layers " << c.layer_begin << "-" << c.layer_end << " on " << d->Describe()
-              << std::endl;
+    logging::Info(logging::Cat("layers ", c.layer_begin, "-", c.layer_end, " on ", d->Describe()));
     ctx->device_text = d->Describe();
     // On a GPU the KV caches share the device with the weights just loaded:
     // the cache budget is held to 90 % of what is free now.
     if (Result<DeviceMemory> memory = DeviceMemoryOf(d->cache_shape().device); memory.ok()) {
       const uint64_t room = memory->free_bytes / 10 * 9;
       if (ctx->config.cache_budget_bytes > room) {
-        std::cerr << "troupe node " << c.id << ": cache budget " << (ctx->config.cache_budget_bytes >> 20)
-                  << " MiB lowered to " << (room >> 20) << " MiB, 90 % of " << d->cache_shape().device
-                  << "'s free memory" << std::endl;
+        logging::Info(logging::Cat("cache budget ", (ctx->config.cache_budget_bytes >> 20), " MiB lowered to ",
+                                   (room >> 20), " MiB, 90 % of ", d->cache_shape().device, "'s free memory"));
         ctx->config.cache_budget_bytes = room;
       }
     }
@@ -252,9 +256,7 @@ Result<std::unique_ptr<Node>> Node::Start(const cluster::NodeConfig& config) {
   links_config.node_id = config.id;
   links_config.security = security;
   for (const cluster::PeerConfig& p : config.peers) links_config.peer_keys[p.id] = p.public_key;
-  links_config.log = [id = config.id](const std::string& line) {
-    std::cerr << "troupe node " << id << ": " << line << std::endl;
-  };
+  links_config.log = [id = config.id](const std::string& line) { logging::Info(logging::Cat(line)); };
   m.links = std::make_unique<transport::Links>(*m.zmq_context, *m.loop, std::move(links_config));
   ctx->loop = m.loop.get();
   ctx->links = m.links.get();
@@ -289,11 +291,12 @@ Result<std::unique_ptr<Node>> Node::Start(const cluster::NodeConfig& config) {
                                                       std::move(journal));
     const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     TROUPE_ASSIGN_OR_RETURN(std::vector<scheduling::JournaledJob> recovered, book->Recover(now));
-    std::cerr << "troupe node " << config.id << ": job journal "
-              << (config.job_journal.empty() ? std::string("in memory (set job_journal to keep jobs across restarts)")
-                                             : config.job_journal)
-              << ": " << recovered.size() << " unfinished job(s) to run again, " << book->size() - recovered.size()
-              << " ended job(s) kept" << std::endl;
+    logging::Info(logging::Cat(
+        "job journal ",
+        (config.job_journal.empty() ? std::string("in memory (set job_journal to keep jobs across restarts)")
+                                    : config.job_journal),
+        ": ", recovered.size(), " unfinished job(s) to run again, ", book->size() - recovered.size(),
+        " ended job(s) kept"));
     ctx->scheduler = SpawnScheduler(*m.system, ctx, std::move(book), std::move(recovered));
     ctx->sampler = SpawnSampler(*m.system, ctx);
   }
@@ -311,6 +314,19 @@ Result<std::unique_ptr<Node>> Node::Start(const cluster::NodeConfig& config) {
   if (config.head && !config.http_listen.empty()) {
     TROUPE_ASSIGN_OR_RETURN(m.keys, LoadKeys(config));
     TROUPE_ASSIGN_OR_RETURN(m.http, StartHttp(config, ctx->job_endpoint, ctx, m.keys));
+  }
+  if (!config.metrics_listen.empty()) {
+    std::string host;
+    int port = 0;
+    TROUPE_RETURN_IF_ERROR(cluster::ParseHostPort(config.metrics_listen, &host, &port));
+    std::weak_ptr<NodeContext> weak = ctx;
+    TROUPE_ASSIGN_OR_RETURN(m.metrics, http::MetricsServer::Start(host, port, [weak] {
+                              std::shared_ptr<NodeContext> c = weak.lock();
+                              if (!c) return std::string();
+                              v1::MetricsSnapshot merged;
+                              scheduling::MergeSnapshot(merged, NodeMetrics(*c));
+                              return http::PrometheusText(merged);
+                            }));
   }
   return node;
 }
@@ -357,6 +373,7 @@ void Node::Stop() {
   if (m.stopped) return;
   m.stopped = true;
   if (m.http) m.http->Drain();
+  m.metrics.reset();
   if (m.system) {
     for (const caf::actor& a : m.actors) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     m.system->await_all_actors_done();  // on_exit closed every actor's outboxes
@@ -391,6 +408,7 @@ Status WriteReadyFile(const cluster::NodeConfig& config, const Node& node) {
       {"node_endpoint", node.node_endpoint()},
       {"job_endpoint", node.job_endpoint()},
       {"http_port", node.http_port()},
+      {"metrics_port", node.metrics_port()},
       {"layers", {config.shard ? config.layer_begin : 0, config.shard ? config.layer_end : 0}},
   };
   const std::string tmp = config.ready_file + ".tmp";
@@ -409,6 +427,13 @@ int RunNode(const cluster::NodeConfig& given) {
   // Before any other thread exists, so that every thread inherits the mask.
   const cluster::StopSignals stop = cluster::StopSignals::Block();
   cluster::NodeConfig config = given;
+  // ValidateNodeConfig checked both names.
+  {
+    Result<logging::Level> level = logging::ParseLevel(config.log_level);
+    Result<logging::Format> format = logging::ParseFormat(config.log_format);
+    logging::Configure(config.id, level.ok() ? *level : logging::Level::kInfo,
+                       format.ok() ? *format : logging::Format::kAuto);
+  }
   auto parent_gone = [&] { return config.parent_pid > 0 && ::getppid() != config.parent_pid; };
   if (config.parent_pid > 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -418,7 +443,7 @@ int RunNode(const cluster::NodeConfig& given) {
     Result<scheduling::LayerSpan> span =
         ChooseLayers(config, kJoinWait, [&] { return stop.WaitSignal(0) != 0 || parent_gone(); });
     if (!span.ok()) {
-      std::cerr << "troupe node " << config.id << ": " << span.status().ToString() << std::endl;
+      logging::Error(logging::Cat(span.status().ToString()));
       return 1;
     }
     config.layer_begin = span->begin;
@@ -426,31 +451,32 @@ int RunNode(const cluster::NodeConfig& given) {
   }
   Result<std::unique_ptr<Node>> node = Node::Start(config);
   if (!node.ok()) {
-    std::cerr << "troupe node " << config.id << ": " << node.status().ToString() << std::endl;
+    logging::Error(logging::Cat(node.status().ToString()));
     return 1;
   }
   if (Status st = WriteReadyFile(config, **node); !st.ok()) {
-    std::cerr << "troupe node " << config.id << ": " << st.ToString() << std::endl;
+    logging::Error(logging::Cat(st.ToString()));
     return 1;
   }
   const std::string stages = std::string(config.embedding ? " embedding" : "") + (config.lm_head ? " LM-head" : "");
-  std::cerr << "troupe node " << config.id << ": "
-            << (config.head    ? "head"
-                : config.shard ? "shard layers " + std::to_string(config.layer_begin) + "-" +
-                                     std::to_string(config.layer_end) + (stages.empty() ? "" : " +" + stages)
-                               : "stage node:" + stages)
-            << ", nodes on " << (*node)->node_endpoint()
-            << ((*node)->job_endpoint().empty() ? "" : ", jobs on " + (*node)->job_endpoint())
-            << ((*node)->http_port() > 0 ? ", HTTP API on port " + std::to_string((*node)->http_port()) : "")
-            << (config.curve ? " (CURVE)" : " (plain)") << std::endl;
-  if (config.head) std::cerr << "troupe node " << config.id << ": " << (*node)->DescribeAccess() << std::endl;
+  logging::Info(
+      logging::Cat("",
+                   (config.head    ? "head"
+                    : config.shard ? "shard layers " + std::to_string(config.layer_begin) + "-" +
+                                         std::to_string(config.layer_end) + (stages.empty() ? "" : " +" + stages)
+                                   : "stage node:" + stages),
+                   ", nodes on ", (*node)->node_endpoint(),
+                   ((*node)->job_endpoint().empty() ? "" : ", jobs on " + (*node)->job_endpoint()),
+                   ((*node)->http_port() > 0 ? ", HTTP API on port " + std::to_string((*node)->http_port()) : ""),
+                   (config.curve ? " (CURVE)" : " (plain)")));
+  if (config.head) logging::Info(logging::Cat((*node)->DescribeAccess()));
   const bool drains = (config.shard || config.StageNode()) && !config.head;
   // A stage node holds no session: it is busy while steps pass through it.
   uint64_t steps_seen = 0;
   auto last_step = std::chrono::steady_clock::now();
   std::optional<std::chrono::steady_clock::time_point> drain_since;
   uint64_t said = std::numeric_limits<uint64_t>::max();
-  auto say = [&](const std::string& text) { std::cerr << "troupe node " << config.id << ": " << text << std::endl; };
+  auto say = [&](const std::string& text) { logging::Info(logging::Cat(text)); };
   // Moving (layers: auto): ask every rebalance_seconds (jittered, so that
   // nodes do not all move at once) whether a better span raises the weakest
   // coverage; a second answer saying so, a little later, starts the move.
@@ -469,10 +495,9 @@ int RunNode(const cluster::NodeConfig& given) {
     if (signal == SIGINT || signal == SIGTERM) moving = false;  // told to stop: no coming back
     if (signal == SIGHUP) {  // re-read the key files; a bad file keeps the keys in force
       Status st = (*node)->ReloadKeys();
-      std::cerr << "troupe node " << config.id << ": SIGHUP: "
-                << (st.ok() ? "keys reloaded: " + (*node)->DescribeKeys()
-                            : "keys not reloaded (the old ones stay in force): " + st.message())
-                << std::endl;
+      logging::Info(
+          logging::Cat("SIGHUP: ", (st.ok() ? "keys reloaded: " + (*node)->DescribeKeys()
+                                            : "keys not reloaded (the old ones stay in force): " + st.message())));
       continue;
     }
     if (signal == SIGTERM && drains && !(*node)->Draining()) {

@@ -43,6 +43,8 @@ class Node {
   const std::string& job_endpoint() const;
   // The bound port of the HTTP API (head with endpoints.http), else 0.
   int http_port() const;
+  // The bound port of this node's own /metrics (endpoints.metrics), else 0.
+  int metrics_port() const;
 
   // Who may use the head's doors (job endpoint, HTTP API), for the log.
   std::string DescribeAccess() const;
@@ -69,7 +71,8 @@ class Node {
 };
 
 // Writes `config.ready_file` (when set): {"id", "pid", "node_endpoint",
-// "job_endpoint", "http_port" (0: none), "layers"} as JSON, atomically (rename).
+// "job_endpoint", "http_port" (0: none), "metrics_port" (0: none), "layers"}
+// as JSON, atomically (rename).
 Status WriteReadyFile(const cluster::NodeConfig& config, const Node& node);
 
 // `troupe node`: starts the node, writes its ready file, serves until

@@ -1,4 +1,5 @@
 #include "actors/node_context.h"
+#include "pipeline/log.h"
 
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include "actors/hop_timing.h"
 #include "actors/local_messages.h"
 #include "messages/envelope_codec.h"
+#include "scheduling/console_views.h"
 
 namespace troupe::actors {
 
@@ -48,7 +50,10 @@ v1::MetricsSnapshot NodeMetrics(const NodeContext& ctx) {
   g["sessions_open"] = static_cast<double>(c.sessions_open.load());
   if (ctx.config.shard || ctx.config.StageNode()) g["draining"] = ctx.draining ? 1.0 : 0.0;
   g["kept_sessions"] = static_cast<double>(c.kept_sessions.load());
-  if (ctx.config.head) g["jobs_live"] = static_cast<double>(c.jobs_live.load());
+  if (ctx.config.head) {
+    g["jobs_live"] = static_cast<double>(c.jobs_live.load());
+    g["queue_depth"] = static_cast<double>(c.queue_depth.load());
+  }
   auto& n = *m.mutable_counters();
   n["steps_total"] = c.steps_total.load();
   n["batches_total"] = c.batches_total.load();
@@ -68,6 +73,8 @@ v1::MetricsSnapshot NodeMetrics(const NodeContext& ctx) {
   if (ctx.config.head) {
     n["jobs_accepted_total"] = c.jobs_accepted_total.load();
     n["tokens_generated_total"] = c.tokens_generated_total.load();
+    n["reroutes_total"] = c.reroutes_total.load();
+    n["drains_total"] = c.drains_total.load();
     n["jobs_recovered_total"] = c.jobs_recovered_total.load();
     n["jobs_repeated_total"] = c.jobs_repeated_total.load();
     n["jobs_attached_total"] = c.jobs_attached_total.load();
@@ -75,6 +82,21 @@ v1::MetricsSnapshot NodeMetrics(const NodeContext& ctx) {
   }
   n["compute_microseconds_total"] = c.compute_ns.load() / 1000;
   for (const auto& [to, bytes] : ctx.step_bytes.Snapshot()) n["step_bytes_sent_total{to=\"" + to + "\"}"] = bytes;
+  for (size_t stage = 0; stage < ctx.stages.size(); ++stage) {
+    const std::string label = "{stage=\"" + scheduling::StageName(static_cast<int>(stage)) + "\"}";
+    auto put = [&](const char* name, const Histogram& h) {
+      const Histogram::Snapshot s = h.Read();
+      if (s.count == 0) return;
+      v1::Histogram& out = (*m.mutable_histograms())[name + label];
+      for (double b : s.bounds) out.add_bounds(b);
+      for (uint64_t c : s.counts) out.add_counts(c);
+      out.set_sum(s.sum);
+      out.set_count(s.count);
+    };
+    put("step_queue_ms", ctx.stages[stage].queue_ms);
+    put("step_compute_ms", ctx.stages[stage].compute_ms);
+    put("batch_sessions", ctx.stages[stage].batch_sessions);
+  }
   ctx.rejects.AppendTo(&m);
   ctx.refusals.AppendTo(&m, ctx.links);
   return m;
@@ -131,7 +153,7 @@ std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& f
     }
     if (body == v1::Envelope::kNodeDrain) {
       if (!ctx.draining.exchange(true)) {
-        std::cerr << "troupe node " << ctx.node_id << ": draining (the head asked)" << std::endl;
+        logging::Info(logging::Cat("draining (the head asked)"));
       }
       return std::nullopt;
     }

@@ -12,6 +12,7 @@
 
 #include <caf/actor.hpp>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -29,6 +30,7 @@
 #include "messages/reject_counters.h"
 #include "pipeline/format/model_source.h"
 #include "pipeline/format/weight_digest.h"
+#include "pipeline/histogram.h"
 #include "pipeline/model/amateur.h"
 #include "pipeline/model/embedding.h"
 #include "pipeline/model/lm_head.h"
@@ -65,6 +67,9 @@ struct NodeCounters {
   std::atomic<uint64_t> jobs_repeated_total{0};   // head: submits of a job id the head knew (answered as attach)
   std::atomic<uint64_t> jobs_attached_total{0};   // head: JobAttach requests answered
   std::atomic<uint64_t> journal_errors_total{0};  // head: job journal writes or reads that failed
+  std::atomic<uint64_t> reroutes_total{0};        // head: jobs moved to another route
+  std::atomic<uint64_t> drains_total{0};          // head: nodes drained
+  std::atomic<uint64_t> queue_depth{0};           // head: jobs waiting for cache or a route now
   std::atomic<uint64_t> jobs_live{
       0};  // head: accepted jobs not ended  // beam rows whose KV cache a shard refilled from their parent's
   std::atomic<uint64_t> compute_ns{
@@ -109,6 +114,14 @@ extern const char* const kTroupeVersion;
 // Resident memory of this process (/proc/self/statm); 0 when unreadable.
 uint64_t ResidentBytes();
 
+// A stage's step times and batch sizes on this node (/metrics histograms
+// step_queue_ms, step_compute_ms, batch_sessions, labelled by stage).
+struct StageHistograms {
+  Histogram queue_ms{Histogram::MillisecondBounds()};
+  Histogram compute_ms{Histogram::MillisecondBounds()};
+  Histogram batch_sessions{Histogram::PowersOfTwo(8)};
+};
+
 struct NodeContext {
   cluster::NodeConfig config;
   std::string node_id;
@@ -134,6 +147,7 @@ struct NodeContext {
   std::atomic<double> drain_timeout_seconds{0};  // the head's NodeDrain's bound; 0 = the config's
   NodeCounters counters;
   StepBytes step_bytes;
+  mutable std::array<StageHistograms, 6> stages;  // by v1::Stage (hop_timing.h, the batching stages)
   // Head: the sessions' per-hop timelines (the sampler records, the
   // scheduler's console views read; scheduling/timelines.h).
   std::shared_ptr<scheduling::Timelines> timelines;

@@ -11,6 +11,7 @@
 
 #include "actors/stage_actor.h"
 #include "messages/envelope_codec.h"
+#include "pipeline/log.h"
 #include "pipeline/model/prompt.h"
 #include "scheduling/admission.h"
 #include "scheduling/console_views.h"
@@ -80,7 +81,10 @@ class SchedulerActor : public StageActor {
         [this](WireMessage& m) { OnWire(m); },
         [this](SessionDone& d) { Execute(jobs_.Done(d.session_id, std::move(d.tokens), Clock::now())); },
         [this](SessionFailed& f) { Execute(jobs_.Failed(f.session_id, f.error, Clock::now())); },
-        [this](JobOutput& o) { Execute(book_->Output(std::move(o.envelope), UnixNow())); },
+        [this](JobOutput& o) {
+          LogJobEnd(o.envelope);
+          Execute(book_->Output(std::move(o.envelope), UnixNow()));
+        },
         [this](const PeerGone& g) { book_->Gone(g.client); },
         [this](const NodeDown& d) { Execute(jobs_.NodeDown(d.node_id, "disconnected", Clock::now())); },
         [this](const NodeTrouble& t) { Troubled(t); },
@@ -613,6 +617,7 @@ class SchedulerActor : public StageActor {
 
   // One sample a second of what the console charts (sched::MetricHistory).
   void SampleHistory(Clock::time_point now) {
+    ctx_->counters.queue_depth = jobs_.queued();  // once a second: it walks every job
     sched::TrackLost(known_, jobs_.registry().All(), now, &lost_);
     known_ = jobs_.registry().All();
     const double unix_now = UnixNow();
@@ -679,6 +684,8 @@ class SchedulerActor : public StageActor {
     }
     ctx_->counters.sessions_open = jobs_.size();
     ctx_->counters.jobs_queued_total = jobs_.jobs_queued_total();
+    ctx_->counters.reroutes_total = jobs_.reroutes_total();
+    ctx_->counters.drains_total = jobs_.drains_total();
     ctx_->counters.kept_sessions = jobs_.kept().size();
     ctx_->counters.prompt_tokens_prefilled_total = jobs_.prefill_counts().prefilled;
     ctx_->counters.prompt_tokens_reused_total = jobs_.prefill_counts().reused;
@@ -689,7 +696,10 @@ class SchedulerActor : public StageActor {
   // To a client — or, for the book's own jobs, to the book, which copies it
   // to the job's watchers.
   void Do(sched::Reply& a) {
-    if (a.client.link == kJobBookLink) return Execute(book_->Output(std::move(a.envelope), UnixNow()));
+    if (a.client.link == kJobBookLink) {
+      LogJobEnd(a.envelope);
+      return Execute(book_->Output(std::move(a.envelope), UnixNow()));
+    }
     Sent(sender_.Reply(a.client, std::move(a.envelope)));
   }
 
@@ -719,11 +729,26 @@ class SchedulerActor : public StageActor {
     }
   }
 
-  void Say(std::string text) {
-    sched::Log log{std::move(text)};
-    Do(log);
+  void Say(std::string text) { logging::Info(text); }
+  // One line per job, when it ends: how, and what it cost.
+  void LogJobEnd(const v1::Envelope& env) {
+    if (env.has_finish()) {
+      const v1::Finish& f = env.finish();
+      logging::Info(
+          logging::Cat("job ", f.job_id(), " completed (", v1::FinishReason_Name(f.reason()), "): ", f.prompt_tokens(),
+                       " prompt token(s), ", f.generated_tokens(), " generated in ", f.total_seconds(), " s (queued ",
+                       f.queue_seconds(), " s, ", f.replays(), " replay(s))"),
+          {f.job_id(), f.session_id()});
+    } else if (env.has_error() && env.error().has_job_id()) {
+      const v1::Error& e = env.error();
+      logging::Warn(logging::Cat("job ", e.job_id(), " aborted: ", v1::ErrorCode_Name(e.code()), ": ", e.text()),
+                    {e.job_id(), e.session_id()});
+    }
   }
-  void Do(sched::Log& a) { std::cerr << "troupe node " << ctx_->node_id << ": " << a.text << std::endl; }
+
+  void Do(sched::Log& a) {
+    logging::Write(a.warn ? logging::Level::kWarn : logging::Level::kInfo, a.text, {a.job_id, a.session_id});
+  }
 
   sched::JobLifecycle jobs_;
   std::unique_ptr<sched::JobBook> book_;

@@ -1,4 +1,5 @@
 #include "actors/shard_actor.h"
+#include "pipeline/log.h"
 
 #include <iostream>
 
@@ -181,8 +182,8 @@ class ShardActor : public StageActor {
     }
     for (uint64_t sid : orphans) Close(sid);
     if (!orphans.empty()) {
-      std::cerr << "troupe node " << ctx_->node_id << ": a new head opens sessions; closed " << orphans.size()
-                << " session(s) of the one before it" << std::endl;
+      logging::Info(
+          logging::Cat("a new head opens sessions; closed ", orphans.size(), " session(s) of the one before it"));
     }
   }
 
@@ -220,8 +221,8 @@ class ShardActor : public StageActor {
   void BeginDrain(const std::string& why) {
     if (ctx_->config.head) return;  // a head is stopped, not drained
     if (!ctx_->draining.exchange(true)) {
-      std::cerr << "troupe node " << ctx_->node_id << ": draining (" << why << "): " << ctx_->counters.sessions_open
-                << " running session(s) to move or finish" << std::endl;
+      logging::Info(logging::Cat("draining (", why, "): ", ctx_->counters.sessions_open,
+                                 " running session(s) to move or finish"));
     }
     std::vector<uint64_t> parked;
     for (const auto& [id, s] : sessions_) {
@@ -471,6 +472,7 @@ class ShardActor : public StageActor {
       return;
     }
     const int64_t compute_end = SteadyNs();
+    ctx_->stages[v1::STAGE_SHARD].batch_sessions.Observe(static_cast<double>(batch.size()));
     ctx_->counters.steps_total += batch.size();
     ctx_->counters.batches_total++;
     ctx_->counters.batch_rows_total += n_rows;

@@ -46,6 +46,8 @@ void RegisterCluster(CLI::App& app) {
                  "Address the HTTP API listens on (0.0.0.0: every address; off loopback the console's /api/v1 "
                  "views need an admin key)")
       ->capture_default_str();
+  up->add_flag("--node-metrics", o->node_metrics,
+               "Every node but the head serves its own /metrics on a port the OS picks (cluster.json: metrics_url)");
   up->add_flag("!--no-hop-timing", o->hop_timing,
                "Steps carry no per-hop times (the console shows no waterfall; for measuring their cost)");
   up->add_flag("--insecure", o->insecure, "Plain node-to-node links (no CURVE)");

@@ -102,6 +102,7 @@ Status WaitReady(ClusterNode& node, const std::string& ready_file, const std::st
         node.node_endpoint = j.at("node_endpoint").get<std::string>();
         node.job_endpoint = j.at("job_endpoint").get<std::string>();
         node.http_port = j.value("http_port", 0);
+        node.metrics_port = j.value("metrics_port", 0);
         return Status::Ok();
       } catch (const std::exception& e) {
         return Status::Corrupt(ready_file + ": " + e.what());
@@ -242,6 +243,7 @@ Status LocalCluster::Launch(const ClusterOptions& o) {
     if (n.head && o.journal) c.job_journal = dir_ + "/jobs.db";
     c.job_retention_seconds = o.job_retention_seconds;
     c.hop_timing = o.hop_timing;
+    if (o.node_metrics && !n.head) c.metrics_listen = "127.0.0.1:0";
     c.listen = Endpoint(o.base_port, n.head ? 0 : 1 + index);
     c.job_listen = Endpoint(o.base_port, 1);
     if (n.head && o.http_port >= 0) c.http_listen = o.http_host + ":" + std::to_string(o.http_port);
@@ -353,6 +355,10 @@ Status LocalCluster::WriteClusterJson(const ClusterOptions& o) const {
         {"endpoints", {{"nodes", n.node_endpoint}}},
         {"log", dir_ + "/logs/" + n.id + ".log"},
     };
+    if (n.metrics_port > 0) {
+      j["metrics_port"] = n.metrics_port;
+      j["metrics_url"] = "http://127.0.0.1:" + std::to_string(n.metrics_port) + "/metrics";
+    }
     if (n.head) {
       j["endpoints"]["jobs"] = n.job_endpoint;
       j["job_endpoint"] = n.job_endpoint;

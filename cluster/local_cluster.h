@@ -59,6 +59,7 @@ struct ClusterOptions {
   int http_port = 0;                    // the head's HTTP API on http_host; 0 = chosen by the OS; < 0 = none
   std::string http_host = "127.0.0.1";  // where the HTTP API listens (0.0.0.0: every address)
   bool hop_timing = true;               // every node's hop_timing (the console's waterfall)
+  bool node_metrics = false;            // every node but the head serves its own /metrics (a port the OS picks)
   bool insecure = false;                // plain node links
   std::string model;
   std::string amateur_model;  // the head's contrastive-decoding amateur; empty = none
@@ -87,7 +88,8 @@ struct ClusterNode {
   pid_t pid = -1;
   std::string node_endpoint;
   std::string job_endpoint;
-  int http_port = 0;  // head: the bound HTTP API port; 0 = none
+  int http_port = 0;     // head: the bound HTTP API port; 0 = none
+  int metrics_port = 0;  // its own /metrics port; 0 = none
 };
 
 class LocalCluster {

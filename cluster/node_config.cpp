@@ -1,4 +1,5 @@
 #include "cluster/node_config.h"
+#include "pipeline/log.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -149,6 +150,8 @@ const std::set<std::string> kTopKeys = {"id",
                                         "drain_timeout_seconds",
                                         "rebalance_seconds",
                                         "hop_timing",
+                                        "log_level",
+                                        "log_format",
                                         "step_timeout_seconds",
                                         "kept_session_ttl_seconds",
                                         "kept_session_max_length",
@@ -299,6 +302,10 @@ std::vector<std::string> ParseNodeConfigProblems(const std::string& text, const 
   if (c.drain_timeout_seconds < 0) problem("drain_timeout_seconds: must be >= 0");
   Read(root, "rebalance_seconds", &c.rebalance_seconds, what, P);
   Read(root, "hop_timing", &c.hop_timing, what, P);
+  Read(root, "log_level", &c.log_level, what, P);
+  if (!logging::ParseLevel(c.log_level).ok()) problem(logging::ParseLevel(c.log_level).status().message());
+  Read(root, "log_format", &c.log_format, what, P);
+  if (!logging::ParseFormat(c.log_format).ok()) problem(logging::ParseFormat(c.log_format).status().message());
   if (c.rebalance_seconds < 0) problem("rebalance_seconds: must be >= 0");
   Read(root, "step_timeout_seconds", &c.step_timeout_seconds, what, P);
   Read(root, "kept_session_ttl_seconds", &c.kept_session_ttl_seconds, what, P);
@@ -327,14 +334,22 @@ std::vector<std::string> ParseNodeConfigProblems(const std::string& text, const 
     } else {
       for (const auto& kv : ep) {
         const std::string key = kv.first.as<std::string>();
-        if (key != "listen" && key != "advertise" && key != "jobs" && key != "http") {
-          problem("endpoints: unknown key '" + key + "' (listen, advertise, jobs, http)");
+        if (key != "listen" && key != "advertise" && key != "jobs" && key != "http" && key != "metrics") {
+          problem("endpoints: unknown key '" + key + "' (listen, advertise, jobs, http, metrics)");
         }
       }
       Read(ep, "listen", &c.listen, what, P);
       Read(ep, "advertise", &c.advertise, what, P);
       Read(ep, "jobs", &c.job_listen, what, P);
       Read(ep, "http", &c.http_listen, what, P);
+      Read(ep, "metrics", &c.metrics_listen, what, P);
+    }
+  }
+  if (!c.metrics_listen.empty()) {
+    std::string host;
+    int port = 0;
+    if (Status st = ParseHostPort(c.metrics_listen, &host, &port); !st.ok()) {
+      problem("endpoints: metrics: " + st.message());
     }
   }
   if (!c.http_listen.empty()) {
@@ -578,6 +593,8 @@ std::string NodeConfigToYaml(const NodeConfig& c) {
   out << YAML::Key << "drain_timeout_seconds" << YAML::Value << c.drain_timeout_seconds;
   if (c.layers_auto) out << YAML::Key << "rebalance_seconds" << YAML::Value << c.rebalance_seconds;
   if (!c.hop_timing) out << YAML::Key << "hop_timing" << YAML::Value << false;
+  if (c.log_level != "info") out << YAML::Key << "log_level" << YAML::Value << c.log_level;
+  if (c.log_format != "auto") out << YAML::Key << "log_format" << YAML::Value << c.log_format;
   out << YAML::Key << "step_timeout_seconds" << YAML::Value << c.step_timeout_seconds;
   if (c.head) {
     out << YAML::Key << "kept_session_ttl_seconds" << YAML::Value << c.kept_session_ttl_seconds;
@@ -594,6 +611,7 @@ std::string NodeConfigToYaml(const NodeConfig& c) {
   if (!c.advertise.empty()) out << YAML::Key << "advertise" << YAML::Value << c.advertise;
   if (c.head) out << YAML::Key << "jobs" << YAML::Value << c.job_listen;
   if (c.head && !c.http_listen.empty()) out << YAML::Key << "http" << YAML::Value << c.http_listen;
+  if (!c.metrics_listen.empty()) out << YAML::Key << "metrics" << YAML::Value << c.metrics_listen;
   out << YAML::EndMap;
   out << YAML::Key << "security" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "curve" << YAML::Value << c.curve;

@@ -25,6 +25,9 @@
 //   idle_timeout_seconds: 600       # shard: close sessions without steps for this long
 //   drain_timeout_seconds: 120      # shard: on SIGTERM (or the head's drain) wait at most this
 //                                   # long for its running sessions to move or finish
+//   log_level: info                 # debug, info, warn, error
+//   log_format: auto                # auto (text on a terminal, else one JSON object per
+//                                   # line), text or json
 //   hop_timing: true                # every stage adds its queue/compute/send times to the
 //                                   # steps it hands on (the console's waterfall); false: off
 //   rebalance_seconds: 120          # shard with layers: auto: how often it asks whether the
@@ -56,6 +59,9 @@
 //                                   # Its handlers are clients of `jobs`; when that is
 //                                   # not on loopback (CURVE), the head's own key must
 //                                   # be in its allowlist.
+//     metrics: 127.0.0.1:9100       # any node: its own GET /metrics (Prometheus text),
+//                                   # port 0 = chosen by the OS; absent = none (a head's
+//                                   # HTTP API serves the whole cluster's /metrics anyway)
 //   api_keys: [sk-0123456789abcdef]  # head: HTTP API keys (Authorization: Bearer KEY),
 //                                   # user role, no limits
 //   api_key_file: keys/api_keys.txt # head: HTTP API key file, re-read on SIGHUP and
@@ -143,6 +149,7 @@ struct NodeConfig {
   double idle_timeout_seconds = 600;
   double drain_timeout_seconds = 120;  // shard: how long a drain waits for running sessions
   bool hop_timing = true;
+  std::string log_level = "info", log_format = "auto";
   double rebalance_seconds = 120;  // layers: auto: how often to ask whether to move; 0 = never
   int max_batch_sessions = 0;
   double step_timeout_seconds = 120;
@@ -156,7 +163,8 @@ struct NodeConfig {
   std::string listen = "tcp://127.0.0.1:*";
   std::string advertise;
   std::string job_listen = "tcp://127.0.0.1:*";
-  std::string http_listen;  // "host:port" (head); empty = no HTTP server
+  std::string http_listen;     // "host:port" (head); empty = no HTTP server
+  std::string metrics_listen;  // "host:port": this node's own /metrics (port 0: the OS picks); empty = none
   bool curve = false;
   std::string secret_key_file;
   std::string allowlist;

@@ -16,6 +16,7 @@
 #include "http/peer_watch.h"
 #include "http/responses.h"
 #include "http/socket_lookup.h"
+#include "pipeline/log.h"
 #include "pipeline/text/stream_decoder.h"
 
 namespace troupe::http {
@@ -499,8 +500,7 @@ void HttpServer::AdminRoutes() {
     if (!options_.keys) return SendError(res, Unavailable("no keys are configured", "INTERNAL"));
     const std::string who = key ? key->name : "?";
     if (Status st = options_.keys->Reload(); !st.ok()) {
-      std::cerr << "troupe http: key reload asked by '" << who << "' failed, the old keys stay: " << st.message()
-                << std::endl;
+      logging::Info(logging::Cat("key reload asked by '", who, "' failed, the old keys stay: ", st.message()));
       ApiError e;
       e.status = 400;
       e.code = "invalid_key_file";
@@ -508,7 +508,7 @@ void HttpServer::AdminRoutes() {
       return SendError(res, e);
     }
     std::shared_ptr<const KeyRing> ring = options_.keys->current();
-    std::cerr << "troupe http: keys reloaded by '" << who << "': " << options_.keys->Describe() << std::endl;
+    logging::Info(logging::Cat("keys reloaded by '", who, "': ", options_.keys->Describe()));
     SendJson(res, 200, json{{"reloaded", true}, {"keys", ring->size()}, {"admin_keys", ring->admins()}});
   });
   // Any job of the head's job book, by id: its status, or cancel it (the
@@ -533,7 +533,7 @@ void HttpServer::AdminRoutes() {
       auto status = cancel ? (*backend)->CancelJob(job_id) : (*backend)->JobStatusOf(job_id);
       if (!status.ok()) return SendError(res, ErrorFromStatus(status.status()));
       if (cancel) {
-        std::cerr << "troupe http: job " << job_id << " cancelled by '" << (key ? key->name : "?") << "'" << std::endl;
+        logging::Info(logging::Cat("job ", job_id, " cancelled by '", (key ? key->name : "?"), "'"));
       }
       json answer = JobStatusJson(*status);
       if (console) answer["job_id"] = std::to_string(status->job_id());
@@ -569,8 +569,7 @@ void HttpServer::AdminRoutes() {
     const std::string node = req.matches[1].str();
     auto drained = (*backend)->DrainNode(node, timeout);
     if (!drained.ok()) return SendError(res, ErrorFromStatus(drained.status()));
-    std::cerr << "troupe http: node '" << node << "' drained by '" << (key ? key->name : "?")
-              << "': " << drained->text() << std::endl;
+    logging::Info(logging::Cat("node '", node, "' drained by '", (key ? key->name : "?"), "': ", drained->text()));
     SendJson(res, 200,
              json{{"node", drained->node_id()},
                   {"moved", drained->moved()},

@@ -751,6 +751,28 @@ std::string PrometheusText(const v1::MetricsSnapshot& snapshot) {
     out += "# TYPE " + metric + (f.counter ? " counter\n" : " gauge\n");
     for (const auto& [labels, value] : f.samples) out += metric + "{" + labels + "} " + value + "\n";
   }
+  // Histograms: cumulative _bucket{le} lines, then _sum and _count, per labels.
+  std::map<std::string, std::vector<std::pair<std::string, const v1::Histogram*>>> histograms;
+  for (const auto& [key, h] : snapshot.histograms()) {
+    std::string labels, name;
+    split(key, &labels, &name);
+    histograms[MetricName(name)].emplace_back(labels, &h);
+  }
+  for (auto& [metric, series] : histograms) {
+    if (families.count(metric)) continue;  // never two types under one name
+    std::sort(series.begin(), series.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    out += "# TYPE " + metric + " histogram\n";
+    for (const auto& [labels, h] : series) {
+      uint64_t cumulative = 0;
+      for (int i = 0; i < h->counts_size(); ++i) {
+        cumulative += h->counts(i);
+        const std::string le = i < h->bounds_size() ? Number(h->bounds(i)) : "+Inf";
+        out += metric + "_bucket{" + labels + ",le=\"" + le + "\"} " + std::to_string(cumulative) + "\n";
+      }
+      out += metric + "_sum{" + labels + "} " + Number(h->sum()) + "\n";
+      out += metric + "_count{" + labels + "} " + std::to_string(h->count()) + "\n";
+    }
+  }
   return out;
 }
 

@@ -126,7 +126,9 @@ nlohmann::json ModelList(const std::string& model_id, int64_t created);
 
 // Prometheus text format 0.0.4: every "<node>/<name>" counter as
 // troupe_<name>_total{node="<node>"} (one # TYPE line per family), every
-// gauge as troupe_<name>{node="<node>"}; names sanitized to [a-zA-Z0-9_:].
+// gauge as troupe_<name>{node="<node>"}, every histogram as
+// troupe_<name>_bucket{node,...,le} (cumulative), _sum and _count; names
+// sanitized to [a-zA-Z0-9_:].
 std::string PrometheusText(const v1::MetricsSnapshot& snapshot);
 
 }  // namespace troupe::http

@@ -90,8 +90,12 @@ struct Prefill {
   v1::Step step;
 };
 
+// A line for the node's log (pipeline/log.h), with the job and session it
+// is about when there are (0: none).
 struct Log {
   std::string text;
+  uint64_t job_id = 0, session_id = 0;
+  bool warn = false;  // a problem, not only news
 };
 
 using Action = std::variant<Reply, ToNode, SessionStart, SessionMove, SessionResume, SessionDrop, Prefill, Log>;

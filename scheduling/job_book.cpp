@@ -213,7 +213,7 @@ void JobBook::End(uint64_t job_id, Entry& e, v1::Envelope end, double now, Actio
   *record.mutable_final() = end;
   if (Status st = journal_->Finish(job_id, record, now); !st.ok()) {
     ++journal_errors_;
-    out.push_back(Log{"job " + std::to_string(job_id) + "'s end is not journaled: " + st.message()});
+    out.push_back(Log{"job " + std::to_string(job_id) + "'s end is not journaled: " + st.message(), job_id, 0, true});
   }
   for (const Watcher& w : e.watchers) out.push_back(To(w, end));
   e.watchers.clear();

@@ -528,7 +528,8 @@ void JobLifecycle::Enqueue(Job& job, const v1::Error& why, Clock::time_point now
   if (!job.queued_since) {
     job.queued_since = now;
     jobs_queued_total_++;
-    out.push_back(Log{"job " + std::to_string(job.job_id) + " waits for cache: " + why.text()});
+    out.push_back(
+        Log{"job " + std::to_string(job.job_id) + " waits for cache: " + why.text(), job.job_id, job.session_id});
   }
   if (!job.noticed || now - *job.noticed >= config_.queue_notice) NoticeQueued(job, now, out);
 }
@@ -658,7 +659,9 @@ void JobLifecycle::Reroute(uint64_t sid, const std::string& dead, const std::str
   CloseOnShards(job, out, alive ? "" : dead);
   job.state = job.sampler_holds ? JobState::kRerouting : JobState::kOpening;
   job.reroutes++;
-  out.push_back(Log{lost + "; job " + std::to_string(job.job_id) + " goes on over another route"});
+  reroutes_total_++;
+  out.push_back(
+      Log{lost + "; job " + std::to_string(job.job_id) + " goes on over another route", job.job_id, sid, true});
   Dispatch(sid, v1::UNAVAILABLE, lost + " and no other node can take its place: ", now, out);
 }
 
@@ -672,6 +675,7 @@ Actions JobLifecycle::Drain(const std::string& node, Clock::time_point now, Drai
   Actions out;
   DrainCounts c;
   if (registry_.Find(node)) {
+    drains_total_++;
     registry_.SetDraining(node);
     std::vector<uint64_t> through;
     for (const auto& [sid, job] : jobs_) {
@@ -768,6 +772,12 @@ std::optional<LiveState> JobLifecycle::Live(uint64_t job_id) const {
   const Job& job = jobs_.at(it->second);
   if (job.state == JobState::kQueued) return LiveState{v1::JOB_QUEUED, QueuePosition(job), job.session_id};
   return LiveState{v1::JOB_RUNNING, 0, job.session_id};
+}
+
+size_t JobLifecycle::queued() const {
+  size_t n = 0;
+  for (const auto& [sid, job] : jobs_) n += job.state == JobState::kQueued ? 1 : 0;
+  return n;
 }
 
 std::vector<JobLifecycle::JobView> JobLifecycle::Views() const {

@@ -276,6 +276,11 @@ class JobLifecycle {
   size_t size() const { return jobs_.size(); }
   // Jobs that ever had to wait for cache.
   uint64_t jobs_queued_total() const { return jobs_queued_total_; }
+  // Jobs moved to another route (a node died, failed, drained) and drains asked.
+  uint64_t reroutes_total() const { return reroutes_total_; }
+  uint64_t drains_total() const { return drains_total_; }
+  // Jobs waiting for cache (or a route) now.
+  size_t queued() const;
   const KeptSessions& kept() const { return kept_; }
   const PrefillCounts& prefill_counts() const { return prefill_; }
   const ReusableCaches& reusable() const { return reusable_; }
@@ -353,6 +358,7 @@ class JobLifecycle {
   std::map<uint64_t, uint64_t> job_sessions_;  // job id -> session id
   uint64_t next_session_ = 0;
   uint64_t jobs_queued_total_ = 0;
+  uint64_t reroutes_total_ = 0, drains_total_ = 0;
   KeptSessions kept_;
   ReusableCaches reusable_;
   PrefillCounts prefill_;

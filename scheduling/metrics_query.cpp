@@ -10,6 +10,7 @@ void MergeSnapshot(v1::MetricsSnapshot& into, const v1::MetricsSnapshot& from) {
   const std::string prefix = from.node_id() + "/";
   for (const auto& [k, v] : from.counters()) (*into.mutable_counters())[prefix + k] = v;
   for (const auto& [k, v] : from.gauges()) (*into.mutable_gauges())[prefix + k] = v;
+  for (const auto& [k, v] : from.histograms()) (*into.mutable_histograms())[prefix + k] = v;
 }
 
 uint64_t MetricsQueries::Begin(const Origin& client, uint64_t request_id, const v1::MetricsSnapshot& head,

@@ -231,6 +231,14 @@ inline std::vector<v1::Envelope> SampleEnvelopes() {
     m->set_node_id("shard-1");
     (*m->mutable_counters())["steps_total"] = 1000;
     (*m->mutable_counters())["messages_rejected_total{code=\"BAD_HEADER\"}"] = 2;
+    v1::Histogram& h = (*m->mutable_histograms())["step_compute_ms{stage=\"shard\"}"];
+    h.add_bounds(1);
+    h.add_bounds(5);
+    h.add_counts(3);
+    h.add_counts(1);
+    h.add_counts(0);
+    h.set_sum(6.5);
+    h.set_count(4);
     (*m->mutable_gauges())["cache_tokens_free"] = 40000.0;
     (*m->mutable_gauges())["load"] = 0.75;
     m->set_route_problem("no shard serves layer 15 of 30");

@@ -262,6 +262,18 @@ class Heartbeat(_message.Message):
     version: str
     def __init__(self, node_id: _Optional[str] = ..., step_ms: _Optional[float] = ..., sessions: _Optional[int] = ..., link_troubles: _Optional[_Iterable[_Union[LinkTrouble, _Mapping]]] = ..., draining: bool = ..., rss_bytes: _Optional[int] = ..., version: _Optional[str] = ..., device: _Optional[str] = ..., cache_bytes: _Optional[int] = ..., cache_budget_bytes: _Optional[int] = ..., steps_total: _Optional[int] = ...) -> None: ...
 
+class Histogram(_message.Message):
+    __slots__ = ["bounds", "count", "counts", "sum"]
+    BOUNDS_FIELD_NUMBER: _ClassVar[int]
+    COUNTS_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    SUM_FIELD_NUMBER: _ClassVar[int]
+    bounds: _containers.RepeatedScalarFieldContainer[float]
+    count: int
+    counts: _containers.RepeatedScalarFieldContainer[int]
+    sum: float
+    def __init__(self, bounds: _Optional[_Iterable[float]] = ..., counts: _Optional[_Iterable[int]] = ..., sum: _Optional[float] = ..., count: _Optional[int] = ...) -> None: ...
+
 class HopTime(_message.Message):
     __slots__ = ["compute_us", "node_id", "queue_us", "send_us", "stage"]
     COMPUTE_US_FIELD_NUMBER: _ClassVar[int]
@@ -417,7 +429,7 @@ class MetricsQuery(_message.Message):
     def __init__(self) -> None: ...
 
 class MetricsSnapshot(_message.Message):
-    __slots__ = ["counters", "gauges", "node_id", "route_problem"]
+    __slots__ = ["counters", "gauges", "histograms", "node_id", "route_problem"]
     class CountersEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -432,15 +444,24 @@ class MetricsSnapshot(_message.Message):
         key: str
         value: float
         def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    class HistogramsEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: Histogram
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[Histogram, _Mapping]] = ...) -> None: ...
     COUNTERS_FIELD_NUMBER: _ClassVar[int]
     GAUGES_FIELD_NUMBER: _ClassVar[int]
+    HISTOGRAMS_FIELD_NUMBER: _ClassVar[int]
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     ROUTE_PROBLEM_FIELD_NUMBER: _ClassVar[int]
     counters: _containers.ScalarMap[str, int]
     gauges: _containers.ScalarMap[str, float]
+    histograms: _containers.MessageMap[str, Histogram]
     node_id: str
     route_problem: str
-    def __init__(self, node_id: _Optional[str] = ..., counters: _Optional[_Mapping[str, int]] = ..., gauges: _Optional[_Mapping[str, float]] = ..., route_problem: _Optional[str] = ...) -> None: ...
+    def __init__(self, node_id: _Optional[str] = ..., counters: _Optional[_Mapping[str, int]] = ..., gauges: _Optional[_Mapping[str, float]] = ..., histograms: _Optional[_Mapping[str, Histogram]] = ..., route_problem: _Optional[str] = ...) -> None: ...
 
 class NodeDrain(_message.Message):
     __slots__ = ["node_id", "timeout_seconds"]
