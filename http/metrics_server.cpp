@@ -5,7 +5,7 @@
 namespace troupe::http {
 
 Result<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::string& host, int port,
-                                                            std::function<std::string()> render) {
+                                                            const std::function<std::string()>& render) {
   std::unique_ptr<MetricsServer> m(new MetricsServer());
   m->server_ = std::make_unique<httplib::Server>();
   m->server_->Get("/metrics", [render](const httplib::Request&, httplib::Response& res) {

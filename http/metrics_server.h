@@ -21,7 +21,7 @@ namespace troupe::http {
 class MetricsServer {
  public:
   static Result<std::unique_ptr<MetricsServer>> Start(const std::string& host, int port,
-                                                      std::function<std::string()> render);
+                                                      const std::function<std::string()>& render);
   ~MetricsServer();
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;

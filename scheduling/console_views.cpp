@@ -176,6 +176,7 @@ Json CoverageView(const Registry& registry, const std::map<std::string, LostNode
 Json JobsView(const std::vector<JobBook::Summary>& book, const std::vector<JobLifecycle::JobView>& jobs,
               ConsoleClock::time_point now, double unix_now) {
   std::vector<const JobLifecycle::JobView*> live;
+  live.reserve(jobs.size());
   for (const auto& j : jobs) live.push_back(&j);
   std::stable_sort(live.begin(), live.end(), [](const auto* a, const auto* b) {
     const bool qa = a->live.state == v1::JOB_QUEUED, qb = b->live.state == v1::JOB_QUEUED;
