@@ -29,6 +29,7 @@ APT_PACKAGES=(
   libtorch-dev libprotobuf-dev protobuf-compiler libsqlite3-dev libxxhash-dev
   libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libyaml-cpp-dev
   libcpp-httplib-dev libhiredis-dev
+  libopenblas0-pthread  # Debian's libtorch runs f32 matrix products through the system BLAS: OpenBLAS, not the reference one
   python3 python3-venv python3-pip
 )
 apt_install "${APT_PACKAGES[@]}"
