@@ -3,7 +3,7 @@ head and 3 shard processes (`troupe cluster up`, CURVE links unless
 --insecure) against `troupe generate` with the same prompt, tokens and
 threads, and the aggregate throughput of 1, 4 and 16 concurrent sessions.
 
-    .venv/bin/python bench/bench_cluster.py [--runs 5] [--threads 2] [--max-tokens 128]
+    .venv/bin/python bench/bench_cluster.py [--runs 5] [--threads 2] [--max-tokens 128] [--out FILE]
 
 Single-session figures are medians of alternated runs (generate, submit,
 generate, ...), each from the engine's own timer (`generate --json`) and the
@@ -87,7 +87,11 @@ def main():
     ap.add_argument("--model", default=str(MODEL))
     ap.add_argument("--troupe", default=str(TROUPE))
     ap.add_argument("--cluster-flags", default="", help="extra flags for cluster up")
+    ap.add_argument("--sessions", type=int, nargs="+", default=[1, 4, 16], help="concurrent sessions to measure")
+    ap.add_argument("--out", help="write the medians, ratios and aggregate throughput here as JSON")
     args = ap.parse_args()
+    report = {"model": pathlib.Path(args.model).name, "max_tokens": args.max_tokens, "threads": args.threads,
+              "shards": args.shards, "runs": args.runs, "aggregate": []}
 
     with tempfile.TemporaryDirectory(prefix="troupe-bench-") as tmp:
         cmd = [str(args.troupe), "cluster", "up", "--shards", str(args.shards), "--dir", tmp, "--base-port", "0",
@@ -111,6 +115,8 @@ def main():
                   f"per process, {'plain' if args.insecure else 'CURVE'} links, medians of {args.runs} alternated runs")
             print(f"decode tok/s: single process {s_med:.1f}, head + {args.shards} shards {r_med:.1f}, "
                   f"ratio {r_med / s_med:.3f} (goal >= 0.95)")
+            report.update(single_decode_tokens_per_s=s_med, ring_decode_tokens_per_s=r_med,
+                          ring_vs_single_ratio=r_med / s_med)
             per_token, per_node = breakdown(args, endpoint)
             compute = sum(per_node.values())
             print(f"per token: {per_token:.0f} us = model code {compute:.0f} us ("
@@ -118,9 +124,18 @@ def main():
                   + f") + ring overhead {per_token - compute:.0f} us ({len(per_node)} hops)")
             print("\nconcurrent   aggregate tok/s      sum of per-session   median per-session")
             print("sessions    (wall, with start-up)   decode tok/s          decode tok/s")
-            for k in (1, 4, 16):
+            for k in args.sessions:
                 agg, total, per = aggregate(args, endpoint, k)
                 print(f"{k:8d}    {agg:19.1f}   {total:18.1f}   {per:18.1f}", flush=True)
+                report["aggregate"].append({"sessions": k, "wall_tokens_per_s": agg, "decode_tokens_per_s_sum": total,
+                                            "median_session_decode_tokens_per_s": per})
+            one = next((a for a in report["aggregate"] if a["sessions"] == 1), None)
+            most = max(report["aggregate"], key=lambda a: a["sessions"], default=None)
+            if one and most and most is not one:
+                report[f"sessions_{most['sessions']}_vs_1_ratio"] = (most["decode_tokens_per_s_sum"]
+                                                                     / one["decode_tokens_per_s_sum"])
+            if args.out:
+                pathlib.Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
         finally:
             cluster.send_signal(signal.SIGTERM)
             cluster.wait(timeout=60)

@@ -6,6 +6,11 @@ the same machine state. Prints per-run figures, medians, the ratio
 troupe / llama.cpp for prefill and decode, and each engine's peak RSS.
 
     .venv/bin/python bench/bench_single.py [--runs 5] [--threads 2] [--max-tokens 128]
+        [--prompt-tokens N] [--out FILE]
+
+--prompt-tokens N repeats the prompt until it has at least N tokens (the
+512-token prefill figure); --out writes the medians and ratios as JSON
+(bench/run.sh gathers them into bench/results/latest.json).
 
 llama.cpp's figures come from its own perf counters (compute only); Troupe's
 from `troupe generate --json` (its timed loop also samples and detokenizes).
@@ -26,7 +31,7 @@ PROMPT = ("Write a detailed essay about the history of the printing press, its i
 
 
 def run_troupe(args, prompt_ids):
-    out = subprocess.run([str(TROUPE), "generate", "--prompt", PROMPT, "--max-tokens", str(args.max_tokens),
+    out = subprocess.run([str(TROUPE), "generate", "--prompt", args.prompt, "--max-tokens", str(args.max_tokens),
                           "--min-tokens", str(args.max_tokens), "--threads", str(args.threads), "--json",
                           "--model", str(args.model)], capture_output=True, check=True, text=True).stdout
     summary = json.loads(out.strip().splitlines()[-1])
@@ -47,9 +52,16 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("--model", default=str(MODEL))
+    ap.add_argument("--prompt-tokens", type=int, default=0, help="repeat the prompt to at least this many tokens")
+    ap.add_argument("--out", help="write the medians and ratios here as JSON")
     args = ap.parse_args()
-    prompt_ids = json.loads(subprocess.run([str(TROUPE), "tokenize", "--text", PROMPT, "--model", args.model],
-                                           capture_output=True, check=True, text=True).stdout)
+    tokenize = lambda text: json.loads(subprocess.run([str(TROUPE), "tokenize", "--text", text, "--model",
+                                                       args.model], capture_output=True, check=True, text=True).stdout)
+    args.prompt = PROMPT
+    prompt_ids = tokenize(args.prompt)
+    while len(prompt_ids) < args.prompt_tokens:
+        args.prompt += PROMPT
+        prompt_ids = tokenize(args.prompt)
     results = {"troupe": [], "llama.cpp": []}
     for i in range(args.runs):
         for name, fn in (("troupe", run_troupe), ("llama.cpp", run_llama)):
@@ -65,8 +77,14 @@ def main():
     for n in ("troupe", "llama.cpp"):
         print(f"{n:10s} {med[n]['prefill_tokens_per_s']:14.1f} {med[n]['decode_tokens_per_s']:13.1f} "
               f"{med[n]['peak_rss_mb']:12.1f}")
-    print(f"{'ratio':10s} {med['troupe']['prefill_tokens_per_s'] / med['llama.cpp']['prefill_tokens_per_s']:14.2f} "
-          f"{med['troupe']['decode_tokens_per_s'] / med['llama.cpp']['decode_tokens_per_s']:13.2f}")
+    prefill_ratio = med['troupe']['prefill_tokens_per_s'] / med['llama.cpp']['prefill_tokens_per_s']
+    decode_ratio = med['troupe']['decode_tokens_per_s'] / med['llama.cpp']['decode_tokens_per_s']
+    print(f"{'ratio':10s} {prefill_ratio:14.2f} {decode_ratio:13.2f}")
+    if args.out:
+        pathlib.Path(args.out).write_text(json.dumps({
+            "model": pathlib.Path(args.model).name, "prompt_tokens": len(prompt_ids), "max_tokens": args.max_tokens,
+            "threads": args.threads, "runs": args.runs, "medians": med,
+            "prefill_vs_llama_cpp_ratio": prefill_ratio, "decode_vs_llama_cpp_ratio": decode_ratio}, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs the speed benchmarks side by side with their peers and gathers the
+# figures into bench/results/latest.json (ratios named like
+# decode_vs_llama_cpp_ratio) and bench/results/latest.svg (aggregate tokens/s
+# against concurrent sessions). Needs scripts/setup.sh --with-test-deps
+# (llama-cpp-python).
+#
+#   bench/run.sh            # 5 alternated runs each (about 10 minutes on 2 cores)
+#   bench/run.sh --smoke    # one short run each: do they still run? (results in a temp dir)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=.venv/bin/python
+RUNS=5 TOKENS=128 SESSIONS="1 4 16" OUT=bench/results
+if [ "${1:-}" = "--smoke" ]; then
+  RUNS=1 TOKENS=8 SESSIONS="1 2" OUT=$(mktemp -d)
+  trap 'rm -rf "$OUT"' EXIT
+fi
+$PY bench/bench_single.py --runs "$RUNS" --max-tokens "$TOKENS" --out "$OUT/single.json"
+$PY bench/bench_single.py --runs "$RUNS" --max-tokens "$TOKENS" --prompt-tokens 512 --out "$OUT/single_512.json"
+# shellcheck disable=SC2086
+$PY bench/bench_cluster.py --runs "$RUNS" --max-tokens "$TOKENS" --sessions $SESSIONS --out "$OUT/cluster.json"
+$PY bench/summarize.py "$OUT"
+if [ "${1:-}" = "--smoke" ]; then
+  test -s "$OUT/latest.json" && test -s "$OUT/latest.svg"
+  echo "bench/run.sh --smoke: every benchmark ran"
+fi
