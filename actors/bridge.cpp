@@ -122,17 +122,8 @@ void Bridge::Heartbeat() {
 // the stages it runs, where, with which model and key.
 v1::Envelope Bridge::StageAnnounce() const {
   const cluster::NodeConfig& c = ctx_->config;
-  v1::Envelope env = NewEnvelope();
+  v1::Envelope env = NodeAnnounce(*ctx_);
   v1::RegistryAnnounce* a = env.mutable_registry_announce();
-  a->set_node_id(ctx_->node_id);
-  v1::Endpoint* ep = a->add_endpoints();
-  ep->set_name("steps");
-  ep->set_address(ctx_->node_endpoint);
-  a->set_model_fingerprint(ctx_->fingerprint);
-  a->set_model_name(ctx_->model_name);
-  a->set_public_key(ctx_->public_key);
-  a->set_draining(ctx_->draining);
-  a->set_incarnation(ctx_->incarnation);
   if (c.embedding) a->add_serves(v1::STAGE_EMBEDDING);
   if (c.lm_head) a->add_serves(v1::STAGE_LM_HEAD);
   return env;

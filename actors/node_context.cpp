@@ -26,6 +26,21 @@ uint64_t ResidentBytes() {
   return resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
 }
 
+v1::Envelope NodeAnnounce(const NodeContext& ctx) {
+  v1::Envelope env = NewEnvelope();
+  v1::RegistryAnnounce* a = env.mutable_registry_announce();
+  a->set_node_id(ctx.node_id);
+  v1::Endpoint* ep = a->add_endpoints();
+  ep->set_name("steps");
+  ep->set_address(ctx.node_endpoint);
+  a->set_model_fingerprint(ctx.fingerprint);
+  a->set_model_name(ctx.model_name);
+  a->set_public_key(ctx.public_key);
+  a->set_draining(ctx.draining);
+  a->set_incarnation(ctx.incarnation);
+  return env;
+}
+
 caf::actor NodeContext::StageActor(v1::Stage stage) const {
   switch (stage) {
     case v1::STAGE_EMBEDDING: return embedding_stage;

@@ -111,6 +111,13 @@ class ComputeTimer {
 // This build's version (CMake's project version).
 extern const char* const kTroupeVersion;
 
+// What every announce of this node says, shard or stage node: its id, where
+// its steps go, its model, key, incarnation and whether it drains. A shard
+// adds its layers (and their digest), a stage node the stages it serves.
+// Defined after NodeContext.
+struct NodeContext;
+v1::Envelope NodeAnnounce(const NodeContext& ctx);
+
 // Resident memory of this process (/proc/self/statm); 0 when unreadable.
 uint64_t ResidentBytes();
 

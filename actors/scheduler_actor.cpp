@@ -346,17 +346,7 @@ class SchedulerActor : public StageActor {
                             (a.layers_digest().empty() ? std::string("none") : a.layers_digest()) + ", the head's " +
                             ctx_->model_name + " " + expected + ")");
     }
-    if (ctx_->links->curve() && !a.public_key().empty()) {
-      // Its connection passed the allowlist; a key outside it is not one to dial.
-      if (!ctx_->links->Allows(a.public_key())) {
-        return RefuseNode(from, 0, a.node_id(), "key",
-                          "node '" + a.node_id() + "' announces public key " + a.public_key() +
-                              ", which is not in this head's allowlist");
-      }
-      ctx_->links->LearnKey(a.node_id(), a.public_key());
-    }
-    refused_said_.erase(a.node_id());
-    Heard(a.node_id());
+    if (!AcceptKey(from, a)) return;
     sched::Registry& registry = jobs_.registry();
     const sched::ShardEntry* known = registry.Find(a.node_id());
     sched::ShardEntry entry{a.node_id(), endpoint, begin, end, false, Clock::now()};
@@ -378,19 +368,29 @@ class SchedulerActor : public StageActor {
     if (a.draining()) Draining(a.node_id());
   }
 
-  // A stage node (embedding, LM head) announced itself: same model, a key
-  // this head allows; then the registry routes over it.
-  void StageAnnounced(const Origin& from, const v1::RegistryAnnounce& a, const std::string& endpoint) {
+  // The announcing node's key, in curve mode: its connection passed the
+  // allowlist, but a key it names outside the allowlist is not one to dial
+  // (refused, false). Otherwise the key is learned for dialling it back, and
+  // what was refused of it before is forgotten.
+  bool AcceptKey(const Origin& from, const v1::RegistryAnnounce& a) {
     if (ctx_->links->curve() && !a.public_key().empty()) {
       if (!ctx_->links->Allows(a.public_key())) {
-        return RefuseNode(from, 0, a.node_id(), "key",
-                          "node '" + a.node_id() + "' announces public key " + a.public_key() +
-                              ", which is not in this head's allowlist");
+        RefuseNode(from, 0, a.node_id(), "key",
+                   "node '" + a.node_id() + "' announces public key " + a.public_key() +
+                       ", which is not in this head's allowlist");
+        return false;
       }
       ctx_->links->LearnKey(a.node_id(), a.public_key());
     }
     refused_said_.erase(a.node_id());
     Heard(a.node_id());
+    return true;
+  }
+
+  // A stage node (embedding, LM head) announced itself: same model, a key
+  // this head allows; then the registry routes over it.
+  void StageAnnounced(const Origin& from, const v1::RegistryAnnounce& a, const std::string& endpoint) {
+    if (!AcceptKey(from, a)) return;
     sched::Registry& registry = jobs_.registry();
     const bool fresh = registry.Find(a.node_id()) == nullptr;
     sched::ShardEntry entry{a.node_id(), endpoint, 0, 0, false, Clock::now()};

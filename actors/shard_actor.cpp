@@ -288,21 +288,12 @@ class ShardActor : public StageActor {
     if (head.empty() || head == ctx_->node_id) return;
     const cluster::PeerConfig* peer = ctx_->config.FindPeer(head);
     if (!peer || peer->endpoint.empty()) return;
-    v1::Envelope env = NewEnvelope();
+    v1::Envelope env = NodeAnnounce(*ctx_);
     v1::RegistryAnnounce* a = env.mutable_registry_announce();
-    a->set_node_id(ctx_->node_id);
-    v1::Endpoint* ep = a->add_endpoints();
-    ep->set_name("steps");
-    ep->set_address(ctx_->node_endpoint);
-    a->set_model_fingerprint(ctx_->fingerprint);
     v1::LayerRange* r = a->add_layers();
     r->set_begin(static_cast<uint32_t>(decoder_->begin_layer()));
     r->set_end(static_cast<uint32_t>(decoder_->end_layer()));
-    a->set_public_key(ctx_->public_key);
-    a->set_model_name(ctx_->model_name);
     if (ctx_->digests) a->set_layers_digest(ctx_->digests->Span(decoder_->begin_layer(), decoder_->end_layer()));
-    a->set_draining(ctx_->draining);
-    a->set_incarnation(ctx_->incarnation);
     (void)sender_.ToNode(head, peer->endpoint, std::move(env));  // best effort; repeated every tick
     ScheduleRetry();
   }
