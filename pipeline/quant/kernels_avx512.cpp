@@ -219,6 +219,15 @@ struct Q4_1GgmlKernel : GgmlAccPolicy {
     return {nib, _mm_cvtph_ps(_mm512_castsi512_si128(dm))};
   }
 
+  // The 40 bytes of a pair as dwords 0..9, by two plain loads. A masked
+  // 512-bit load (the earlier version) streamed the weights from DRAM at a
+  // quarter of the speed on Zen 4: 4.5 instead of 20 GB/s on one core.
+  static __m512i Load40(const uint8_t* p) {
+    const __m256i head = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    const __m128i tail = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 32));
+    return _mm512_inserti64x4(_mm512_castsi256_si512(head), _mm256_castsi128_si256(tail), 1);
+  }
+
   // nb = 2, or 1 for a last odd block (the upper half is then ignored).
   static void Step(const MatmulArgs& a, const Pair& w, int64_t t, int64_t g, int nb, GgmlAcc& acc) {
     const auto* x = reinterpret_cast<const ActGroupQ8x2*>(a.xq + t * a.xq_stride) + g;
@@ -238,13 +247,17 @@ struct Q4_1GgmlKernel : GgmlAccPolicy {
     const uint8_t* row0 = a.w + r * a.row_bytes;
     for (int64_t g = 0; g < full; ++g) {
       for (int i = 0; i < R; ++i) {
-        const Pair w = Decode(_mm512_maskz_loadu_epi32(0x03FF, row0 + i * a.row_bytes + g * 2 * kBlockBytes));
+        const Pair w = Decode(Load40(row0 + i * a.row_bytes + g * 2 * kBlockBytes));
         for (int j = 0; j < T; ++j) Step(a, w, t0 + j, g, 2, acc[i][j]);
       }
     }
     if (nblocks % 2 != 0) {
       for (int i = 0; i < R; ++i) {
-        const Pair w = Decode(_mm512_maskz_loadu_epi32(0x001F, row0 + i * a.row_bytes + full * 2 * kBlockBytes));
+        const uint8_t* p = row0 + i * a.row_bytes + full * 2 * kBlockBytes;
+        int32_t last;
+        std::memcpy(&last, p + 16, sizeof last);
+        const __m128i head = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+        const Pair w = Decode(_mm512_inserti32x4(_mm512_castsi128_si512(head), _mm_cvtsi32_si128(last), 1));
         for (int j = 0; j < T; ++j) Step(a, w, t0 + j, full, 1, acc[i][j]);
       }
     }
