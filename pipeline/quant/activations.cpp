@@ -166,6 +166,26 @@ void QuantizeQ8x2(const float* x, int64_t cols, uint8_t* dst) {
   }
 }
 
+}  // namespace
+
+int64_t TileScalesFloats(int64_t n, int64_t cols) { return n / 4 * (cols / 32) * 8; }
+
+void TileScales(const uint8_t* xq, int64_t xq_stride, int64_t n, int64_t cols, float* dst) {
+  const int64_t blocks = cols / 32;
+  for (int64_t k = 0; k < n / 4; ++k) {
+    for (int j = 0; j < 4; ++j) {
+      const auto* groups = reinterpret_cast<const ActGroupQ8x2*>(xq + (4 * k + j) * xq_stride);
+      for (int64_t b = 0; b < blocks; ++b) {
+        float* out = dst + (k * blocks + b) * 8;
+        out[j] = groups[b / 2].d[b % 2];
+        out[4 + j] = groups[b / 2].s[b % 2];
+      }
+    }
+  }
+}
+
+namespace {
+
 template <class Ops>
 void QuantizeQ8K(const float* x, int64_t cols, uint8_t* dst, bool paired) {
   const int64_t nblocks = cols / 256;

@@ -98,6 +98,14 @@ int64_t ActRowBytes(ActLayout layout, int64_t cols);
 // above. cols must be a multiple of 32 (256 for kQ8K / kQ8KPaired).
 // Non-finite inputs give unspecified results. Uses AVX-512 when compiled in.
 void QuantizeActRow(ActLayout layout, const float* x, int64_t cols, uint8_t* dst);
+// For layout kQ8x2: gathers the d and s of rows [4k, 4k + 4) of `n` quantized
+// rows (xq_stride bytes apart, `cols` values each) into dst, for every whole
+// tile k < n / 4 and block b < cols / 32: dst[(k * blocks + b) * 8 + j] = d of
+// row 4k + j in block b, and [... + 4 + j] its s. dst holds
+// TileScalesFloats(n, cols) floats. Lets a kernel scale four rows' blocks
+// with one vector multiply.
+int64_t TileScalesFloats(int64_t n, int64_t cols);
+void TileScales(const uint8_t* xq, int64_t xq_stride, int64_t n, int64_t cols, float* dst);
 // The portable version; produces the same bytes as QuantizeActRow.
 void QuantizeActRowScalar(ActLayout layout, const float* x, int64_t cols, uint8_t* dst);
 

@@ -36,6 +36,12 @@ struct MatmulArgs {
   int64_t xq_stride = 0;
   const float* x = nullptr;  // [n, cols] fp32 activations (float weight types)
   int64_t n = 0;
+  // Layout kQ8x2 with n >= 4 only (else nullptr): the scales of each tile of
+  // four activation rows gathered per block, 8 floats at
+  // xs4 + (k * xs4_blocks + b) * 8 for rows 4k..4k+3 and block b: their d,
+  // then their s (TileScales, activations.h). Kernels may ignore it.
+  const float* xs4 = nullptr;
+  int64_t xs4_blocks = 0;
   float* y = nullptr;  // [n, ldy] outputs
   int64_t ldy = 0;
 };

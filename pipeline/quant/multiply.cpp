@@ -145,6 +145,10 @@ void MultiplySharedWithIsa(Isa isa, const MatmulOutput* outputs, int count, cons
     offset[l] = scratch_bytes;
     scratch_bytes += n * stride[l];
   }
+  constexpr int kQ8x2 = static_cast<int>(ActLayout::kQ8x2);
+  const int64_t tile_floats = stride[kQ8x2] > 0 ? TileScalesFloats(n, cols) : 0;
+  const int64_t tile_offset = scratch_bytes;
+  scratch_bytes += tile_floats * static_cast<int64_t>(sizeof(float));
   uint8_t* xq = scratch_bytes > 0 ? ThreadScratch(static_cast<size_t>(scratch_bytes)) : nullptr;
 
   Job jobs[kMaxOutputs];
@@ -162,6 +166,10 @@ void MultiplySharedWithIsa(Isa isa, const MatmulOutput* outputs, int count, cons
     job.args.xq_stride = stride[l];
     job.args.x = x;
     job.args.n = n;
+    if (l == kQ8x2 && tile_floats > 0) {
+      job.args.xs4 = reinterpret_cast<const float*>(xq + tile_offset);
+      job.args.xs4_blocks = cols / 32;
+    }
     job.args.y = outputs[i].y;
     job.args.ldy = w.rows();
     job.rows = w.rows();
@@ -183,8 +191,14 @@ void MultiplySharedWithIsa(Isa isa, const MatmulOutput* outputs, int count, cons
     const int64_t t = k % n;
     QuantizeActRow(static_cast<ActLayout>(l), x + t * cols, cols, xq + offset[l] + t * stride[l]);
   };
+  auto tile_scales = [&] {
+    if (tile_floats > 0) {
+      TileScales(xq + offset[kQ8x2], stride[kQ8x2], n, cols, reinterpret_cast<float*>(xq + tile_offset));
+    }
+  };
   if (!quantize_in_region) {
     for (int64_t k = 0; k < quant_rows; ++k) quantize(k);
+    tile_scales();
   }
   if (nt == 1) {
     RunRange(jobs, {0, 0}, {count - 1, jobs[count - 1].rows});
@@ -195,6 +209,7 @@ void MultiplySharedWithIsa(Isa isa, const MatmulOutput* outputs, int count, cons
     pool.Run(nt, [&](int part) {
       for (int64_t k = quant_rows * part / nt; k < quant_rows * (part + 1) / nt; ++k) quantize(k);
     });
+    tile_scales();
   }
   const int parts = nt * kPartsPerThread;
   pool.Run(parts, [&](int part) {

@@ -241,5 +241,30 @@ TEST(ActivationsTest, QuantizationErrorIsHalfAStepPlusScaleRounding) {
   }
 }
 
+// TileScales gathers, per whole tile of four rows and per block, the rows' d
+// then their s, exactly as each row's kQ8x2 group holds them; a partial last
+// tile gets nothing.
+TEST(ActivationsTest, TileScalesGatherFourRowsPerBlock) {
+  const int64_t n = 9, cols = 160;  // 5 blocks: the last group half full
+  const std::vector<float> x = TestRows(n, cols);
+  const int64_t stride = ActRowBytes(ActLayout::kQ8x2, cols);
+  std::vector<uint8_t> buf(n * stride + 64);
+  uint8_t* xq = buf.data() + (64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64;
+  for (int64_t t = 0; t < n; ++t) QuantizeActRow(ActLayout::kQ8x2, &x[t * cols], cols, xq + t * stride);
+  ASSERT_EQ(TileScalesFloats(n, cols), 2 * 5 * 8);
+  std::vector<float> ts(TileScalesFloats(n, cols) + 1, -7.0f);
+  TileScales(xq, stride, n, cols, ts.data());
+  for (int64_t k = 0; k < 2; ++k) {
+    for (int64_t b = 0; b < 5; ++b) {
+      for (int j = 0; j < 4; ++j) {
+        const auto* g = reinterpret_cast<const ActGroupQ8x2*>(xq + (4 * k + j) * stride) + b / 2;
+        EXPECT_EQ(ts[(k * 5 + b) * 8 + j], g->d[b % 2]) << "tile " << k << " block " << b << " row " << j;
+        EXPECT_EQ(ts[(k * 5 + b) * 8 + 4 + j], g->s[b % 2]) << "tile " << k << " block " << b << " row " << j;
+      }
+    }
+  }
+  EXPECT_EQ(ts.back(), -7.0f);  // nothing written past the whole tiles
+}
+
 }  // namespace
 }  // namespace troupe
