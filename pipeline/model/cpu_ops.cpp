@@ -5,6 +5,10 @@
 #include <vector>
 
 #if defined(__F16C__) || defined(__AVX512F__)
+// GCC 12.2's AVX-512 headers trip -Wmaybe-uninitialized on their own
+// _mm512_undefined_* placeholders (GCC bug 105593, fixed in 12.3).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 #endif
 
@@ -175,6 +179,50 @@ float GgmlDotF16(const uint16_t* x, const uint16_t* y, int64_t n) {
   return static_cast<float>(sum);
 }
 
+void GgmlDotF16Rows16(const uint16_t* x, int64_t stride, const uint16_t* y, int64_t n, float* out) {
+#if defined(TROUPE_GGML_AVX512)
+  if (n > 0 && n % 64 == 0) {
+    // Each row's four 16-lane FMA chains and (a0 + a2) + (a1 + a3) as in
+    // GgmlDotF16; then the 16 horizontal sums at once, in the tree of GCC's
+    // _mm512_reduce_add_ps: lanes l + (l + 8), then l + (l + 4), then
+    // l + (l + 2), then 0 + 1. (Addition commutes bit for bit, so only the
+    // tree matters.)
+    __m512 v[16];
+    for (int j = 0; j < 16; ++j) {
+      const uint16_t* xj = x + j * stride;
+      __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+      for (int64_t i = 0; i < n; i += 64) {
+        for (int c = 0; c < 4; ++c)
+          acc[c] = _mm512_fmadd_ps(LoadHalf16(xj + i + 16 * c), LoadHalf16(y + i + 16 * c), acc[c]);
+      }
+      v[j] = _mm512_add_ps(_mm512_add_ps(acc[0], acc[2]), _mm512_add_ps(acc[1], acc[3]));
+    }
+    __m512 z[8];  // z[m]: 256-bit half h holds row 2m + h's lanes l + (l + 8)
+    for (int m = 0; m < 8; ++m) {
+      z[m] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * m], v[2 * m + 1], 0x44),
+                           _mm512_shuffle_f32x4(v[2 * m], v[2 * m + 1], 0xEE));
+    }
+    __m512 w[4];  // w[p]: 128-bit lane k holds row 4p + k's lanes l + (l + 4)
+    for (int p = 0; p < 4; ++p) {
+      w[p] = _mm512_add_ps(_mm512_shuffle_f32x4(z[2 * p], z[2 * p + 1], 0x88),
+                           _mm512_shuffle_f32x4(z[2 * p], z[2 * p + 1], 0xDD));
+    }
+    __m512 u[2];  // u[q]: 128-bit lane k = (l + (l + 2) for l = 0, 1) of rows 8q + k, 8q + 4 + k
+    for (int q = 0; q < 2; ++q) {
+      u[q] = _mm512_add_ps(_mm512_shuffle_ps(w[2 * q], w[2 * q + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                           _mm512_shuffle_ps(w[2 * q], w[2 * q + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    }
+    // 128-bit lane k, element e: row 4e + k.
+    const __m512 r = _mm512_add_ps(_mm512_shuffle_ps(u[0], u[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_ps(u[0], u[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    _mm512_storeu_ps(out, _mm512_permutexvar_ps(order, r));
+    return;
+  }
+#endif
+  for (int j = 0; j < 16; ++j) out[j] = GgmlDotF16(x + j * stride, y, n);
+}
+
 // ggml_vec_soft_max_f32 over n values already max-subtracted inputs x - max:
 // y = exp(x - max) (ggml_v_expf in blocks of 16 from value 0, expf for the
 // rest), returns the double sum of per-block _mm512_reduce_add_ps (AVX-512) or
@@ -263,32 +311,58 @@ void Attention(const float* q, const uint16_t* keys, const uint16_t* values, con
     std::vector<float> acc;
     if (d % 16 == 0) acc.resize(64 * d);
 #endif
+#if defined(TROUPE_GGML_AVX512)
+    std::vector<float> pw(d % 16 == 0 ? padded : 0);                     // probabilities through fp16 and back
+    constexpr int kRne = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;  // = Fp32ToFp16's rounding
+#endif
     for (int64_t w = w_begin; w < w_end; ++w) {
       const int64_t h = w % s.n_heads;
       const int64_t i = w / s.n_heads;
       const int64_t kvh = h / group;
+#if defined(TROUPE_GGML_AVX512)
+      if (d % 16 == 0) {
+        for (int64_t e = 0; e < d; e += 16) {
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(&qh[e]),
+                              _mm512_cvtps_ph(_mm512_loadu_ps(q + i * row + h * d + e), kRne));
+        }
+      } else {
+        for (int64_t e = 0; e < d; ++e) qh[e] = Fp32ToFp16(q[i * row + h * d + e]);
+      }
+#else
       for (int64_t e = 0; e < d; ++e) qh[e] = Fp32ToFp16(q[i * row + h * d + e]);
+#endif
       const uint16_t* k = keys + kvh * s.cache_stride;
       const uint16_t* v = values + kvh * s.cache_stride;
       const int64_t len = start + i + 1;  // causal: positions [0, start + i]
       const int64_t len16 = (len + 15) / 16 * 16;
       float max_score = -INFINITY;
-      for (int64_t j = 0; j < len; ++j) {
+      int64_t j = 0;
+      for (; j + 16 <= len; j += 16) {
+        GgmlDotF16Rows16(k + j * d, d, qh.data(), d, &scores[j]);
+        for (int64_t c = j; c < j + 16; ++c) {
+          scores[c] *= scale;
+          max_score = std::max(max_score, scores[c]);
+        }
+      }
+      for (; j < len; ++j) {
         scores[j] = GgmlDotF16(k + j * d, qh.data(), d) * scale;
         max_score = std::max(max_score, scores[j]);
       }
       for (int64_t j = len; j < len16; ++j) scores[j] = -INFINITY;
       const double sum = GgmlSoftMaxExp(scores.data(), max_score, probs.data(), len16);
       const float inv = static_cast<float>(1.0 / sum);
-      for (int64_t j = 0; j < len; ++j) ph[j] = Fp32ToFp16(probs[j] * inv);
       float* o = out + i * row + h * d;
 #if defined(TROUPE_GGML_AVX512)
       if (d % 16 == 0) {
+        for (int64_t j = 0; j < len16; j += 16) {  // past len: exp(-inf) = 0
+          const __m512 pr = _mm512_mul_ps(_mm512_loadu_ps(&probs[j]), _mm512_set1_ps(inv));
+          _mm512_storeu_ps(&pw[j], _mm512_cvtph_ps(_mm512_cvtps_ph(pr, kRne)));
+        }
         // ggml_vec_dot_f16(n_kv, v^T[e], p) for all e at once: position j
         // feeds accumulator lane j % 64 (ggml's 4 x 16 lanes), block by block.
         std::fill(acc.begin(), acc.end(), 0.0f);
         for (int64_t j = 0; j < len; ++j) {
-          const __m512 p = _mm512_set1_ps(Fp16ToFp32(ph[j]));
+          const __m512 p = _mm512_set1_ps(pw[j]);
           float* a = &acc[(j % 64) * d];
           for (int64_t e = 0; e < d; e += 16)
             _mm512_storeu_ps(a + e, _mm512_fmadd_ps(LoadHalf16(v + j * d + e), p, _mm512_loadu_ps(a + e)));
@@ -310,7 +384,9 @@ void Attention(const float* q, const uint16_t* keys, const uint16_t* values, con
         }
         continue;
       }
-#elif defined(TROUPE_GGML_AVX2)
+#endif
+      for (int64_t j = 0; j < len; ++j) ph[j] = Fp32ToFp16(probs[j] * inv);
+#if defined(TROUPE_GGML_AVX2)
       if (d % 16 == 0) {
         // AVX2: GGML_F16_STEP 32, position j -> accumulator lane j % 32.
         std::fill(acc.begin(), acc.begin() + 32 * d, 0.0f);
@@ -324,7 +400,8 @@ void Attention(const float* q, const uint16_t* keys, const uint16_t* values, con
           __m256 y[8];
           for (int l = 0; l < 8; ++l) {
             const __m256 x0 = _mm256_add_ps(_mm256_loadu_ps(&acc[l * d + e]), _mm256_loadu_ps(&acc[(16 + l) * d + e]));
-            const __m256 x1 = _mm256_add_ps(_mm256_loadu_ps(&acc[(8 + l) * d + e]), _mm256_loadu_ps(&acc[(24 + l) * d + e]));
+            const __m256 x1 =
+                _mm256_add_ps(_mm256_loadu_ps(&acc[(8 + l) * d + e]), _mm256_loadu_ps(&acc[(24 + l) * d + e]));
             y[l] = _mm256_add_ps(x0, x1);
           }
           // HaddReduce8 transposed: lanes l + (l + 4), then (0 + 1) + (2 + 3).

@@ -29,6 +29,9 @@ void SiluMul(float* gate, const float* up, int64_t n);
 void GgmlExp(const float* x, float* y, int64_t n);
 // ggml_vec_dot_f16(n, x, y).
 float GgmlDotF16(const uint16_t* x, const uint16_t* y, int64_t n);
+// out[j] = GgmlDotF16(x + j * stride, y, n) for j < 16, bit for bit (the
+// attention's scores of 16 keys; faster when n is a multiple of 64).
+void GgmlDotF16Rows16(const uint16_t* x, int64_t stride, const uint16_t* y, int64_t n, float* out);
 // The exp-and-sum part of ggml_vec_soft_max_f32: y = exp(x - max), returns
 // the double sum in ggml's order.
 double GgmlSoftMaxExp(const float* x, float max, float* y, int64_t n);

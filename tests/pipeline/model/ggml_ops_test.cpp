@@ -142,6 +142,38 @@ TEST(GgmlOps, DotF16ReductionOrder) {
   EXPECT_EQ(GgmlDotF16(x.data() + 16, y.data() + 16, 1), 1.0f);
 }
 
+// The attention's 16-keys-at-once scores equal GgmlDotF16 per key, bit for
+// bit, for head sizes that take the fast path (64, 128) and one that does
+// not (96). Values spread over 2^-8..2^8 so that another summation order
+// rounds differently — checked: a plain left-to-right float sum differs.
+TEST(GgmlOps, DotF16Rows16MatchesOneRowAtATime) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> mant(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> expo(-8, 8);
+  for (int64_t n : {64, 128, 96}) {
+    const int64_t stride = n + 32;
+    int order_sensitive = 0;
+    for (int trial = 0; trial < 20; ++trial) {
+      std::vector<uint16_t> x(16 * stride), y(n);
+      for (auto& v : x) v = Fp32ToFp16(std::ldexp(mant(rng), expo(rng)));
+      for (auto& v : y) v = Fp32ToFp16(std::ldexp(mant(rng), expo(rng)));
+      float out[16];
+      GgmlDotF16Rows16(x.data(), stride, y.data(), n, out);
+      for (int j = 0; j < 16; ++j) {
+        const float want = GgmlDotF16(x.data() + j * stride, y.data(), n);
+        uint32_t a, b;
+        std::memcpy(&a, &out[j], 4);
+        std::memcpy(&b, &want, 4);
+        EXPECT_EQ(a, b) << "n " << n << " trial " << trial << " row " << j << ": " << out[j] << " vs " << want;
+        float plain = 0.0f;
+        for (int64_t i = 0; i < n; ++i) plain += Fp16ToFp32(x[j * stride + i]) * Fp16ToFp32(y[i]);
+        order_sensitive += plain != want;
+      }
+    }
+    EXPECT_GT(order_sensitive, 0) << "n " << n << ": the data does not tell summation orders apart";
+  }
+}
+
 TEST(GgmlOps, SoftMaxSumIsBlockwise) {
   // exp values stored = GgmlExp(x - max); the sum is accumulated in double
   // per SIMD block of 16 (AVX-512) / 8 (AVX2) values, each block summed in
