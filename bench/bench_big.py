@@ -18,9 +18,7 @@ shape matches. Its answers are noise; only speed and memory are measured.
 --layers must be at least --shards (3): the smoke run is --layers 3 --runs 1 --max-tokens 8 (a 0.8 GB file).
 
 Runs alternate, medians of --runs: (a) llama.cpp (llama-cpp-python,
-bench/llama_cpp_runner.py: its own decode timer, --threads; llama-cpp-python
-0.3.36 keeps no logits without logits_all, so that runner's "greedy" choice
-is token 0 at every step: the same work per token), (b) one
+bench/llama_cpp_runner.py: its own decode timer, --threads), (b) one
 session through `troupe cluster up --shards 3` (head + 3 shard processes, each
 --threads; the head's sampler timer from `submit --json`), (c) `troupe
 generate --json` in one process. Ratios: ring / llama.cpp (goal >= 0.9) and

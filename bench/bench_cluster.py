@@ -11,7 +11,11 @@ head's sampler timer (`submit --json`: first to last token). Aggregate
 throughput counts every generated token of K simultaneous `submit`s over the
 wall time from the first start to the last answer (client start-up and
 prefill included, so it understates the ring); the sum of the sessions' own
-decode rates (head's timer) shows the decode throughput while they overlap.
+decode rates (head's timer) shows the decode throughput while they overlap;
+the aggregate decode rate (all decoded tokens over the longest session's
+decode time, a lower bound) is what the K-session figures use. The peer for
+K sessions is llama.cpp decoding the same K prompts as one batch of K
+sequences on the same threads (bench/llama_cpp_batch.py).
 """
 import argparse
 import concurrent.futures
@@ -20,6 +24,7 @@ import pathlib
 import signal
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -66,15 +71,34 @@ def breakdown(args, endpoint):
     return per_token, per_node
 
 
+def prompts_for(sessions):
+    return [f"{PROMPT} (reader {i})" for i in range(sessions)]
+
+
 def aggregate(args, endpoint, sessions):
-    prompts = [f"{PROMPT} (reader {i})" for i in range(sessions)]
     t0 = time.perf_counter()
     with concurrent.futures.ThreadPoolExecutor(max_workers=sessions) as pool:
-        results = list(pool.map(lambda p: submit(args, endpoint, p), prompts))
+        results = list(pool.map(lambda p: submit(args, endpoint, p), prompts_for(sessions)))
     wall = time.perf_counter() - t0
     tokens = sum(r["generated_tokens"] for r in results)
     rates = [r["decode_tokens_per_s"] for r in results]
-    return tokens / wall, sum(rates), statistics.median(rates)
+    # Decoded tokens over the longest session's decode time: the sessions'
+    # decode windows overlap, so this understates the ring (never overstates).
+    decoded = sum(r["generated_tokens"] - 1 for r in results)
+    longest = max((r["generated_tokens"] - 1) / r["decode_tokens_per_s"] for r in results)
+    return tokens / wall, sum(rates), statistics.median(rates), decoded / longest
+
+
+def llama_batch(args, sessions):
+    """llama.cpp decoding the same prompts as one batch of `sessions` sequences (bench/llama_cpp_batch.py)."""
+    tokenize = lambda text: json.loads(subprocess.run([str(args.troupe), "tokenize", "--text", text, "--model",
+                                                       str(args.model)], capture_output=True, check=True,
+                                                      text=True).stdout)
+    prompts = [tokenize(p) for p in prompts_for(sessions)]
+    out = subprocess.run([sys.executable, str(ROOT / "bench" / "llama_cpp_batch.py"), "--model", str(args.model),
+                          "--prompt-tokens", json.dumps(prompts), "--max-tokens", str(args.max_tokens),
+                          "--threads", str(args.threads)], capture_output=True, check=True, text=True).stdout
+    return summary(out)
 
 
 def main():
@@ -88,6 +112,7 @@ def main():
     ap.add_argument("--troupe", default=str(TROUPE))
     ap.add_argument("--cluster-flags", default="", help="extra flags for cluster up")
     ap.add_argument("--sessions", type=int, nargs="+", default=[1, 4, 16], help="concurrent sessions to measure")
+    ap.add_argument("--no-peer", action="store_true", help="skip llama.cpp's batched decoding")
     ap.add_argument("--out", help="write the medians, ratios and aggregate throughput here as JSON")
     args = ap.parse_args()
     report = {"model": pathlib.Path(args.model).name, "max_tokens": args.max_tokens, "threads": args.threads,
@@ -122,18 +147,32 @@ def main():
             print(f"per token: {per_token:.0f} us = model code {compute:.0f} us ("
                   + ", ".join(f"{k} {v:.0f}" for k, v in sorted(per_node.items()))
                   + f") + ring overhead {per_token - compute:.0f} us ({len(per_node)} hops)")
-            print("\nconcurrent   aggregate tok/s      sum of per-session   median per-session")
-            print("sessions    (wall, with start-up)   decode tok/s          decode tok/s")
+            print("\nconcurrent   aggregate tok/s      sum of per-session   median per-session   aggregate decode   "
+                  "llama.cpp, one batch")
+            print("sessions    (wall, with start-up)   decode tok/s          decode tok/s         tok/s (ring)     "
+                  "of K sequences, tok/s")
             for k in args.sessions:
-                agg, total, per = aggregate(args, endpoint, k)
-                print(f"{k:8d}    {agg:19.1f}   {total:18.1f}   {per:18.1f}", flush=True)
-                report["aggregate"].append({"sessions": k, "wall_tokens_per_s": agg, "decode_tokens_per_s_sum": total,
-                                            "median_session_decode_tokens_per_s": per})
+                agg, total, per, decode = aggregate(args, endpoint, k)
+                peer = llama_batch(args, k) if not args.no_peer else None
+                peer_rate = peer["decode_tokens_per_s"] if peer else float("nan")
+                print(f"{k:8d}    {agg:19.1f}   {total:18.1f}   {per:18.1f}   {decode:16.1f}   {peer_rate:16.1f}",
+                      flush=True)
+                entry = {"sessions": k, "wall_tokens_per_s": agg, "decode_tokens_per_s_sum": total,
+                         "median_session_decode_tokens_per_s": per, "aggregate_decode_tokens_per_s": decode}
+                if peer:
+                    entry.update(llama_cpp_batch_decode_tokens_per_s=peer_rate,
+                                 llama_cpp_batch_peak_rss_mb=peer["peak_rss_mb"])
+                report["aggregate"].append(entry)
             one = next((a for a in report["aggregate"] if a["sessions"] == 1), None)
             most = max(report["aggregate"], key=lambda a: a["sessions"], default=None)
             if one and most and most is not one:
-                report[f"sessions_{most['sessions']}_vs_1_ratio"] = (most["decode_tokens_per_s_sum"]
-                                                                     / one["decode_tokens_per_s_sum"])
+                report[f"sessions_{most['sessions']}_vs_1_ratio"] = (most["aggregate_decode_tokens_per_s"]
+                                                                     / one["aggregate_decode_tokens_per_s"])
+            if most and "llama_cpp_batch_decode_tokens_per_s" in most:
+                ratio = most["aggregate_decode_tokens_per_s"] / most["llama_cpp_batch_decode_tokens_per_s"]
+                report[f"sessions_{most['sessions']}_vs_llama_cpp_batch_ratio"] = ratio
+                print(f"\n{most['sessions']} sessions: ring / llama.cpp's batch of {most['sessions']} sequences "
+                      f"{ratio:.3f} (goal >= 1.5)")
             if args.out:
                 pathlib.Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
         finally:

@@ -5,20 +5,23 @@
 # against concurrent sessions). Needs scripts/setup.sh --with-test-deps
 # (llama-cpp-python).
 #
-#   bench/run.sh            # 5 alternated runs each (about 10 minutes on 2 cores)
+#   bench/run.sh            # 5 alternated runs each (about 15 minutes on 2 cores; the first
+#                           # run also writes the 4.5 GB 7B-shaped model to .deps/bench/)
 #   bench/run.sh --smoke    # one short run each: do they still run? (results in a temp dir)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
-RUNS=5 TOKENS=128 SESSIONS="1 4 16" OUT=bench/results
+RUNS=5 TOKENS=128 SESSIONS="1 4 16" OUT=bench/results BIG="--runs 3 --max-tokens 32"
 if [ "${1:-}" = "--smoke" ]; then
-  RUNS=1 TOKENS=8 SESSIONS="1 2" OUT=$(mktemp -d)
+  RUNS=1 TOKENS=8 SESSIONS="1 2" OUT=$(mktemp -d) BIG="--layers 3 --runs 1 --max-tokens 8"
   trap 'rm -rf "$OUT"' EXIT
 fi
 $PY bench/bench_single.py --runs "$RUNS" --max-tokens "$TOKENS" --out "$OUT/single.json"
 $PY bench/bench_single.py --runs "$RUNS" --max-tokens "$TOKENS" --prompt-tokens 512 --out "$OUT/single_512.json"
 # shellcheck disable=SC2086
 $PY bench/bench_cluster.py --runs "$RUNS" --max-tokens "$TOKENS" --sessions $SESSIONS --out "$OUT/cluster.json"
+# shellcheck disable=SC2086
+$PY bench/bench_big.py $BIG --out "$OUT/big.json"
 $PY bench/summarize.py "$OUT"
 if [ "${1:-}" = "--smoke" ]; then
   test -s "$OUT/latest.json" && test -s "$OUT/latest.svg"

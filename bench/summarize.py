@@ -1,9 +1,10 @@
 """Gathers bench/run.sh's results into bench/results/latest.json (one key per
 figure, ratios named like decode_vs_llama_cpp_ratio) and draws
 bench/results/latest.svg: aggregate decode tokens/s against concurrent
-sessions (the ring, summed per-session decode rates). Dependency-free SVG.
+sessions, the ring's (decoded tokens over the longest session's decode time)
+beside llama.cpp decoding the same prompts as one batch. Dependency-free SVG.
 
-    .venv/bin/python bench/summarize.py DIR   # DIR holds single.json, single_512.json, cluster.json, ...
+    .venv/bin/python bench/summarize.py DIR   # DIR holds single.json, single_512.json, cluster.json, big.json
 """
 import datetime
 import json
@@ -70,10 +71,20 @@ def main():
             if k.startswith("sessions_") and k.endswith("_ratio"):
                 f[k] = v
         f["ring_aggregate"] = cluster["aggregate"]
-        chart({"Troupe ring (head + 3 shards)": [(a["sessions"], a["decode_tokens_per_s_sum"])
-                                                 for a in cluster["aggregate"]]},
-              d / "latest.svg")
-    latest["sources"] = {name: load(d, name) for name in ("single.json", "single_512.json", "cluster.json")}
+        series = {"Troupe ring (head + 3 shards)": [(a["sessions"], a["aggregate_decode_tokens_per_s"])
+                                                    for a in cluster["aggregate"]]}
+        peer = [(a["sessions"], a["llama_cpp_batch_decode_tokens_per_s"]) for a in cluster["aggregate"]
+                if "llama_cpp_batch_decode_tokens_per_s" in a]
+        if peer:
+            series["llama.cpp, one batch of K sequences"] = peer
+        chart(series, d / "latest.svg")
+    big = load(d, "big.json")
+    if big:
+        for k in ("big_ring_vs_llama_cpp_ratio", "big_single_vs_llama_cpp_ratio", "shards_within_rss_bound"):
+            if k in big:
+                f[k] = big[k]
+    latest["sources"] = {name: load(d, name) for name in ("single.json", "single_512.json", "cluster.json",
+                                                           "big.json")}
     (d / "latest.json").write_text(json.dumps(latest, indent=1) + "\n")
     print(json.dumps(latest["figures"], indent=1))
 
