@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "actors/stage_actor.h"
+#include "pipeline/quant/thread_pool.h"
 
 namespace troupe::actors {
 namespace {
@@ -88,6 +89,7 @@ class LmHeadActor : public StageActor {
       return;
     }
     const int64_t compute_end = SteadyNs();
+    ThreadPool::Global().Park();  // the sampler and the embedding run single-threaded; the next step is a ring away
     ctx_->stages[v1::STAGE_LM_HEAD].batch_sessions.Observe(static_cast<double>(batch.size()));
     ctx_->counters.steps_total += batch.size();
     ctx_->counters.batches_total++;

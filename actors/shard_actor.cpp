@@ -16,6 +16,7 @@
 #include "messages/wire_error.h"
 #include "pipeline/model/beam_caches.h"
 #include "pipeline/model/kv_cache.h"
+#include "pipeline/quant/thread_pool.h"
 #include "pipeline/sampling/sampling_params.h"
 
 namespace troupe::actors {
@@ -399,6 +400,7 @@ class ShardActor : public StageActor {
     }
     pending_ = std::move(later);
     if (!batch.empty()) Run(batch, rows, n_rows);
+    if (pending_.empty()) ThreadPool::Global().Park();  // nothing to compute until the next step arrives
     if (!pending_.empty() && !flush_scheduled_) {
       flush_scheduled_ = true;
       send(this, flush_atom::value);

@@ -63,7 +63,9 @@ void ThreadPool::Work(Job& job) {
 void ThreadPool::WorkerLoop() {
   uint64_t seen = 0;
   while (true) {
-    if (!SpinUntil([&] { return generation_.load(std::memory_order_acquire) != seen; })) {
+    const bool work = SpinUntil(
+        [&] { return generation_.load(std::memory_order_acquire) != seen || parked_.load(std::memory_order_relaxed); });
+    if (!work || generation_.load(std::memory_order_acquire) == seen) {
       std::unique_lock<std::mutex> lock(mutex_);
       sleeping_.fetch_add(1);
       wake_.wait(lock, [&] { return stop_ || generation_.load() != seen; });
@@ -86,6 +88,7 @@ void ThreadPool::Run(int parts, const std::function<void(int part)>& fn) {
     return;
   }
   std::lock_guard<std::mutex> run_lock(run_mutex_);
+  parked_.store(false, std::memory_order_relaxed);
   EnsureWorkers(parts - 1);
   auto job = std::make_shared<Job>();
   job->fn = &fn;
@@ -102,6 +105,8 @@ void ThreadPool::Run(int parts, const std::function<void(int part)>& fn) {
     finished_.wait(lock, [&] { return job->done.load() == parts; });
   }
 }
+
+void ThreadPool::Park() { parked_.store(true, std::memory_order_relaxed); }
 
 void ParallelRanges(int64_t n, int parts, const std::function<void(int64_t, int64_t)>& body) {
   if (parts <= 1 || n <= 1) {

@@ -40,6 +40,13 @@ class ThreadPool {
 
   void Run(int parts, const std::function<void(int part)>& fn);
 
+  // Sends idle workers to sleep now instead of after their spin: for a
+  // caller that knows no Run follows soon (a node process between steps:
+  // the spin would only take a core from the next stage of the ring, on
+  // the same host, and from the threads that carry the step on). The next
+  // Run wakes them as usual.
+  void Park();
+
  private:
   // One Run's work. Workers keep a reference; a finished job has every part
   // claimed, so a late worker never calls its (by then dangling) fn.
@@ -64,6 +71,7 @@ class ThreadPool {
   std::shared_ptr<Job> job_;
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> sleeping_{0};
+  std::atomic<bool> parked_{false};
 };
 
 // Splits [0, n) into `parts` contiguous ranges, the same for any thread count,

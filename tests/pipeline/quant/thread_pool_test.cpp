@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -41,6 +42,32 @@ TEST(ThreadPool, WorkersWakeAfterSleeping) {
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // workers are asleep by now
   pool.Run(2, [&](int) { n.fetch_add(1); });
   EXPECT_EQ(n.load(), 4);
+}
+
+// Park sends spinning workers to sleep; the next Run must still wake them
+// and run every part, whether it comes at once or after they slept, and a
+// Park between Runs from several threads must not lose a wake-up.
+TEST(ThreadPool, RunsEveryPartAfterPark) {
+  ThreadPool pool;
+  for (int round = 0; round < 200; ++round) {
+    std::atomic<int> sum{0};
+    pool.Run(4, [&](int part) { sum += part + 1; });
+    EXPECT_EQ(sum.load(), 10) << "round " << round;
+    pool.Park();
+    if (round % 50 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  std::vector<std::thread> callers;
+  std::atomic<int> total{0};
+  for (int c = 0; c < 3; ++c) {
+    callers.emplace_back([&] {
+      for (int i = 0; i < 100; ++i) {
+        pool.Run(3, [&](int) { total++; });
+        pool.Park();
+      }
+    });
+  }
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(total.load(), 3 * 100 * 3);
 }
 
 TEST(ThreadPool, ParallelRangesCoverEveryIndexOnce) {
