@@ -16,6 +16,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 
@@ -32,6 +33,25 @@ using troupe::Status;
 using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// next[s] = argmax of logits row s. On the CPU a plain loop: ATen's argmax
+// runs an OpenMP region whose idle workers then spin for milliseconds and
+// take a core from the kernels' own thread pool (a third of the run's CPU at
+// 4 sessions); the engine's sampler does not use ATen either.
+void Greedy(const at::Tensor& logits, std::vector<int32_t>& next) {
+  if (logits.is_cuda()) {
+    at::Tensor a = logits.argmax(-1).to(at::kInt).cpu();
+    for (size_t s = 0; s < next.size(); ++s) next[s] = a[s].item<int32_t>();
+    return;
+  }
+  const at::Tensor f = logits.to(at::kFloat).contiguous();
+  const int64_t vocab = f.size(1);
+  const float* p = f.data_ptr<float>();
+  for (size_t s = 0; s < next.size(); ++s) {
+    const float* row = p + static_cast<int64_t>(s) * vocab;
+    next[s] = static_cast<int32_t>(std::max_element(row, row + vocab) - row);
+  }
+}
 
 [[noreturn]] void Die(const std::string& what) {
   std::cerr << "batch_decode: " << what << std::endl;
@@ -109,8 +129,7 @@ int main(int argc, char** argv) {
     for (int s = 0; s < sessions; ++s) last.push_back(h.slice(0, (s + 1) * prompt_tokens - 1, (s + 1) * prompt_tokens));
     at::Tensor logits = (*head)->Forward(at::cat(last).contiguous()).value();
     std::vector<int32_t> next(sessions);
-    at::Tensor argmax = logits.argmax(-1).to(at::kInt);
-    for (int s = 0; s < sessions; ++s) next[s] = argmax[s].item<int32_t>();
+    Greedy(logits, next);
     r.prefill_s = Seconds(t0);
     r.tokens.push_back(next[0]);
     for (auto& row : rows) row.n_tokens = 1;
@@ -119,9 +138,7 @@ int main(int argc, char** argv) {
       at::Tensor x = (*embedding)->Forward(next).value();
       Check((*decoder)->Forward(x, rows));
       at::Tensor l = (*head)->Forward(x).value();
-      at::Tensor a = l.argmax(-1).to(at::kInt);
-      const int32_t* p = a.data_ptr<int32_t>();
-      for (int s = 0; s < sessions; ++s) next[s] = p[s];
+      Greedy(l, next);
       r.tokens.push_back(next[0]);
     }
     r.decode_s = Seconds(t0);
