@@ -22,6 +22,19 @@ $PY bench/bench_single.py --runs "$RUNS" --max-tokens "$TOKENS" --prompt-tokens 
 $PY bench/bench_cluster.py --runs "$RUNS" --max-tokens "$TOKENS" --sessions $SESSIONS --out "$OUT/cluster.json"
 # shellcheck disable=SC2086
 $PY bench/bench_big.py $BIG --out "$OUT/big.json"
+# Petals lives in its own venv (5 GB of pinned torch 2.1 and hivemind): the
+# full run makes it, the smoke run uses it only when it is there.
+PETALS=.deps/petals-venv/bin/python
+if [ "${1:-}" = "--smoke" ]; then
+  if [ -x "$PETALS" ]; then
+    $PETALS bench/bench_petals.py --runs 1 --max-tokens 8 --out "$OUT/petals.json"
+  else
+    echo "bench/run.sh --smoke: no $PETALS (bench/setup_peer_venv.sh makes it): Petals not run"
+  fi
+else
+  [ -x "$PETALS" ] || bench/setup_peer_venv.sh
+  $PETALS bench/bench_petals.py --runs 3 --max-tokens 64 --out "$OUT/petals.json"
+fi
 $PY bench/summarize.py "$OUT"
 if [ "${1:-}" = "--smoke" ]; then
   test -s "$OUT/latest.json" && test -s "$OUT/latest.svg"

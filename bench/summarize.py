@@ -4,7 +4,7 @@ bench/results/latest.svg: aggregate decode tokens/s against concurrent
 sessions, the ring's (decoded tokens over the longest session's decode time)
 beside llama.cpp decoding the same prompts as one batch. Dependency-free SVG.
 
-    .venv/bin/python bench/summarize.py DIR   # DIR holds single.json, single_512.json, cluster.json, big.json
+    .venv/bin/python bench/summarize.py DIR   # DIR holds single.json, single_512.json, cluster.json, big.json, petals.json
 """
 import datetime
 import json
@@ -83,8 +83,11 @@ def main():
         for k in ("big_ring_vs_llama_cpp_ratio", "big_single_vs_llama_cpp_ratio", "shards_within_rss_bound"):
             if k in big:
                 f[k] = big[k]
+    petals = load(d, "petals.json")
+    if petals and "vs_petals_ratio" in petals:
+        f["vs_petals_ratio"] = petals["vs_petals_ratio"]
     latest["sources"] = {name: load(d, name) for name in ("single.json", "single_512.json", "cluster.json",
-                                                           "big.json")}
+                                                           "big.json", "petals.json")}
     (d / "latest.json").write_text(json.dumps(latest, indent=1) + "\n")
     print(json.dumps(latest["figures"], indent=1))
 
