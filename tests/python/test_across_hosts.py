@@ -144,7 +144,7 @@ def test_routes_prefer_the_fast_link_and_failover_loses_nothing_across_hosts(hos
 
 
 def test_a_drain_across_hosts_moves_the_running_job_over_the_slow_link_token_for_token(hosts):
-    n = 48
+    n = 320  # the job must still be running on the fast replica when the drain arrives
     prompt = "Describe a walk through an old forest."
     expected = tokens(generate(prompt, "--max-tokens", str(n), "--min-tokens", str(n)))
     wait_for("the fast replica to be measured", lambda: 0 < hosts.status().get("fast", {}).get("rtt_ms", 0) < 20,
@@ -152,7 +152,7 @@ def test_a_drain_across_hosts_moves_the_running_job_over_the_slow_link_token_for
     job = hosts.net.popen("head", [TROUPE_BIN, "submit", "--endpoint", hosts.head["job_endpoint"], "--prompt", prompt,
                                    "--max-tokens", str(n), "--min-tokens", str(n), "--json"],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    lines = [job.stdout.readline() for _ in range(6)]
+    lines = [job.stdout.readline() for _ in range(3)]
     assert all(l.startswith("{") for l in lines), job.stderr.read()
     p = hosts.troupe("admin", "drain", "--endpoint", hosts.head["job_endpoint"], "fast", "--json")
     assert p.returncode == 0, p.stderr

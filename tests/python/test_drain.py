@@ -18,7 +18,9 @@ import requests
 from test_cluster import TROUPE_BIN, Cluster, generate, json_lines, run, tokens
 from test_join import _status, _wait
 
-N = 160
+# Long enough that four jobs are still running when the drain comes (the
+# kernels decode ~280 tok/s; at 160 tokens the jobs were over before it).
+N = 480
 PROMPTS = ["Tell me a long story about a lighthouse keeper.", "Describe a walk through an old forest.",
            "Write about a city that never sleeps.", "Explain how a steam engine works, step by step."]
 

@@ -12,6 +12,8 @@ import signal
 import subprocess
 import time
 
+import requests
+
 from test_cluster import Cluster, TROUPE_BIN, generate, json_lines, run, tokens
 
 
@@ -112,10 +114,15 @@ def test_a_head_killed_mid_answer_runs_every_accepted_job_again_with_the_same_to
         clients = [subprocess.Popen([str(TROUPE_BIN), "submit", "--endpoint", c.endpoint, "--prompt", PROMPTS[i],
                                      "--json", "--job-id", str(8000 + i), *flags(i)],
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(8)]
-        # Every job accepted (journaled), at least one answering, some waiting.
+        # Every job accepted (journaled), at least one answering, some waiting:
+        # the states of all 8 from one look (the console's job list), so that
+        # none can move on between the look and the kill (eight `job status`
+        # calls took over a second, in which a queued job could run to its end).
         deadline = time.time() + 60
+        jobs_url = f"http://127.0.0.1:{c.info['http_port']}/api/v1/jobs"
         while True:
-            statuses = [job_status(c, 8000 + i) for i in range(8)]
+            listed = {j["job_id"]: j for j in requests.get(jobs_url, timeout=10).json()["jobs"]}
+            statuses = [listed.get(str(8000 + i), {}) for i in range(8)]
             if all("state" in s for s in statuses) and any(s.get("tokens", 0) > 0 for s in statuses):
                 break
             assert time.time() < deadline, statuses

@@ -13,7 +13,7 @@ import subprocess
 from test_cluster import TROUPE_BIN, Cluster, generate, json_lines, run, tokens
 from test_join import _status
 
-N = 64
+N = 256  # long enough to be mid-answer when the LM-head node dies
 PROMPT = "Tell me a long story about a lighthouse keeper."
 
 
