@@ -58,6 +58,17 @@ inline __m512 LoadHalf16(const uint16_t* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
 
+// ggml_vec_dot_f16's 16 lanes before the horizontal sum, n a multiple of 64:
+// four 16-lane FMA chains over steps of 64 values, then (a0 + a2) + (a1 + a3).
+inline __m512 DotF16Lanes(const uint16_t* x, const uint16_t* y, int64_t n) {
+  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+  for (int64_t i = 0; i < n; i += 64) {
+    for (int c = 0; c < 4; ++c)
+      acc[c] = _mm512_fmadd_ps(LoadHalf16(x + i + 16 * c), LoadHalf16(y + i + 16 * c), acc[c]);
+  }
+  return _mm512_add_ps(_mm512_add_ps(acc[0], acc[2]), _mm512_add_ps(acc[1], acc[3]));
+}
+
 }  // namespace
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define TROUPE_GGML_AVX2 1
@@ -152,15 +163,8 @@ float GgmlDotF16(const uint16_t* x, const uint16_t* y, int64_t n) {
 #if defined(TROUPE_GGML_AVX512)
   const int64_t np = n & ~int64_t{63};
   if (np > 0) {
-    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-    for (; i < np; i += 64) {
-      for (int c = 0; c < 4; ++c)
-        acc[c] = _mm512_fmadd_ps(LoadHalf16(x + i + 16 * c), LoadHalf16(y + i + 16 * c), acc[c]);
-    }
-    acc[0] = _mm512_add_ps(acc[0], acc[2]);
-    acc[1] = _mm512_add_ps(acc[1], acc[3]);
-    acc[0] = _mm512_add_ps(acc[0], acc[1]);
-    sum = static_cast<double>(_mm512_reduce_add_ps(acc[0]));
+    sum = static_cast<double>(_mm512_reduce_add_ps(DotF16Lanes(x, y, np)));
+    i = np;
   }
 #elif defined(TROUPE_GGML_AVX2)
   const int64_t np = n & ~int64_t{31};  // GGML_F16_STEP 32, four 8-lane accumulators
@@ -182,21 +186,13 @@ float GgmlDotF16(const uint16_t* x, const uint16_t* y, int64_t n) {
 void GgmlDotF16Rows16(const uint16_t* x, int64_t stride, const uint16_t* y, int64_t n, float* out) {
 #if defined(TROUPE_GGML_AVX512)
   if (n > 0 && n % 64 == 0) {
-    // Each row's four 16-lane FMA chains and (a0 + a2) + (a1 + a3) as in
-    // GgmlDotF16; then the 16 horizontal sums at once, in the tree of GCC's
+    // Each row's lanes as in GgmlDotF16 (DotF16Lanes); then the 16
+    // horizontal sums at once, in the tree of GCC's
     // _mm512_reduce_add_ps: lanes l + (l + 8), then l + (l + 4), then
     // l + (l + 2), then 0 + 1. (Addition commutes bit for bit, so only the
     // tree matters.)
     __m512 v[16];
-    for (int j = 0; j < 16; ++j) {
-      const uint16_t* xj = x + j * stride;
-      __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-      for (int64_t i = 0; i < n; i += 64) {
-        for (int c = 0; c < 4; ++c)
-          acc[c] = _mm512_fmadd_ps(LoadHalf16(xj + i + 16 * c), LoadHalf16(y + i + 16 * c), acc[c]);
-      }
-      v[j] = _mm512_add_ps(_mm512_add_ps(acc[0], acc[2]), _mm512_add_ps(acc[1], acc[3]));
-    }
+    for (int j = 0; j < 16; ++j) v[j] = DotF16Lanes(x + j * stride, y, n);
     __m512 z[8];  // z[m]: 256-bit half h holds row 2m + h's lanes l + (l + 8)
     for (int m = 0; m < 8; ++m) {
       z[m] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * m], v[2 * m + 1], 0x44),
@@ -284,7 +280,21 @@ void AddInPlace(float* x, const float* y, int64_t n) {
 }
 
 void ToHalf(const float* src, uint16_t* dst, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = Fp32ToFp16(src[i]);
+  int64_t i = 0;
+#if defined(__F16C__)
+  // vcvtps2ph rounding to nearest even gives Fp32ToFp16's bits, NaN payloads
+  // included (HalfTest.Fp32ToFp16MatchesF16C).
+  constexpr int kRne = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+#if defined(TROUPE_GGML_AVX512)
+  for (; i + 16 <= n; i += 16) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), _mm512_cvtps_ph(_mm512_loadu_ps(src + i), kRne));
+  }
+#endif
+  for (; i + 8 <= n; i += 8) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i), kRne));
+  }
+#endif
+  for (; i < n; ++i) dst[i] = Fp32ToFp16(src[i]);
 }
 
 void Attention(const float* q, const uint16_t* keys, const uint16_t* values, const AttentionShape& s, int64_t start,
@@ -319,18 +329,7 @@ void Attention(const float* q, const uint16_t* keys, const uint16_t* values, con
       const int64_t h = w % s.n_heads;
       const int64_t i = w / s.n_heads;
       const int64_t kvh = h / group;
-#if defined(TROUPE_GGML_AVX512)
-      if (d % 16 == 0) {
-        for (int64_t e = 0; e < d; e += 16) {
-          _mm256_storeu_si256(reinterpret_cast<__m256i*>(&qh[e]),
-                              _mm512_cvtps_ph(_mm512_loadu_ps(q + i * row + h * d + e), kRne));
-        }
-      } else {
-        for (int64_t e = 0; e < d; ++e) qh[e] = Fp32ToFp16(q[i * row + h * d + e]);
-      }
-#else
-      for (int64_t e = 0; e < d; ++e) qh[e] = Fp32ToFp16(q[i * row + h * d + e]);
-#endif
+      ToHalf(q + i * row + h * d, qh.data(), d);
       const uint16_t* k = keys + kvh * s.cache_stride;
       const uint16_t* v = values + kvh * s.cache_stride;
       const int64_t len = start + i + 1;  // causal: positions [0, start + i]

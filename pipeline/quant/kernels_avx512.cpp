@@ -227,6 +227,13 @@ struct Q4_1GgmlKernel : GgmlAccPolicy {
     const __m128i tail = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 32));
     return _mm512_inserti64x4(_mm512_castsi256_si512(head), _mm256_castsi128_si256(tail), 1);
   }
+  // One block (a last odd one): its 20 bytes as dwords 0..4, plain loads too.
+  static __m512i Load20(const uint8_t* p) {
+    int32_t last;
+    std::memcpy(&last, p + 16, sizeof last);
+    const __m128i head = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return _mm512_inserti32x4(_mm512_castsi128_si512(head), _mm_cvtsi32_si128(last), 1);
+  }
 
   // nb = 2, or 1 for a last odd block (the upper half is then ignored).
   static void Step(const MatmulArgs& a, const Pair& w, int64_t t, int64_t g, int nb, GgmlAcc& acc) {
@@ -262,15 +269,7 @@ struct Q4_1GgmlKernel : GgmlAccPolicy {
       const __m128 s4b = nb == 2 ? _mm_load_ps(ts + b * 8 + 12) : _mm_setzero_ps();
       for (int i = 0; i < R; ++i) {
         const uint8_t* p = row0 + i * a.row_bytes + b * kBlockBytes;
-        Pair w;
-        if (nb == 2) {
-          w = Decode(Load40(p));
-        } else {
-          int32_t last;
-          std::memcpy(&last, p + 16, sizeof last);
-          const __m128i head = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-          w = Decode(_mm512_inserti32x4(_mm512_castsi128_si512(head), _mm_cvtsi32_si128(last), 1));
-        }
+        const Pair w = Decode(nb == 2 ? Load40(p) : Load20(p));
         // (d_b, d_b+1, m_b, m_b+1) -> per-block scales and summs for rows 0..3
         const __m128 dda = _mm_mul_ps(_mm_broadcastss_ps(w.dm), d4a);
         summs[i] = _mm_fmadd_ps(_mm_permute_ps(w.dm, 0xAA), s4a, summs[i]);
@@ -313,11 +312,7 @@ struct Q4_1GgmlKernel : GgmlAccPolicy {
     }
     if (nblocks % 2 != 0) {
       for (int i = 0; i < R; ++i) {
-        const uint8_t* p = row0 + i * a.row_bytes + full * 2 * kBlockBytes;
-        int32_t last;
-        std::memcpy(&last, p + 16, sizeof last);
-        const __m128i head = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-        const Pair w = Decode(_mm512_inserti32x4(_mm512_castsi128_si512(head), _mm_cvtsi32_si128(last), 1));
+        const Pair w = Decode(Load20(row0 + i * a.row_bytes + full * 2 * kBlockBytes));
         for (int j = 0; j < T; ++j) Step(a, w, t0 + j, full, 1, acc[i][j]);
       }
     }

@@ -174,6 +174,32 @@ TEST(GgmlOps, DotF16Rows16MatchesOneRowAtATime) {
   }
 }
 
+// ToHalf (the KV cache's and the attention's fp32 -> fp16) gives
+// Fp32ToFp16's bits for every value, whichever of its 16-, 8- and 1-wide
+// paths a value goes through: ties, subnormals, overflow, infinities, NaN
+// payloads, at every offset of odd-length rows.
+TEST(GgmlOps, ToHalfIsFp32ToFp16ForEveryValue) {
+  std::vector<float> x = {0.0f,     -0.0f,    1.0f,   65504.0f, 65519.0f,       65520.0f,       -70000.0f, 5.96e-8f,
+                          2.98e-8f, 2.99e-8f, 1e-10f, 6.1e-5f,  1.00048828125f, 1.00146484375f, INFINITY,  -INFINITY};
+  for (uint32_t bits : {0x7FC00001u, 0xFF812345u, 0x7F800001u}) {
+    float f;
+    std::memcpy(&f, &bits, 4);
+    x.push_back(f);
+  }
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> mant(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> expo(-30, 17);
+  while (x.size() < 203) x.push_back(std::ldexp(mant(rng), expo(rng)));
+  for (size_t offset = 0; offset < 17; ++offset) {
+    const int64_t n = static_cast<int64_t>(x.size() - offset);
+    std::vector<uint16_t> got(n);
+    ToHalf(x.data() + offset, got.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      EXPECT_EQ(got[i], Fp32ToFp16(x[offset + i])) << "offset " << offset << " value " << x[offset + i];
+    }
+  }
+}
+
 TEST(GgmlOps, SoftMaxSumIsBlockwise) {
   // exp values stored = GgmlExp(x - max); the sum is accumulated in double
   // per SIMD block of 16 (AVX-512) / 8 (AVX2) values, each block summed in
