@@ -44,6 +44,8 @@ using start_atom = caf::atom_constant<caf::atom("start")>;
 using flush_atom = caf::atom_constant<caf::atom("flush")>;  // run the batch collected so far
 using tick_atom = caf::atom_constant<caf::atom("tick")>;    // periodic housekeeping
 using retry_atom = caf::atom_constant<caf::atom("retry")>;  // resend what backpressure held back
+// Node -> the head's scheduler on SIGTERM: take no new job, let the running ones finish.
+using closing_atom = caf::atom_constant<caf::atom("closing")>;
 
 // A message from another node, a client, or a local actor standing in for
 // one: a decoded, validated envelope (never a Step: see StepMessage).

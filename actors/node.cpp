@@ -83,6 +83,10 @@ void Node::BeginDrain() {
   // the heartbeat (within a second) tells the head, which moves the rest.
   impl_->ctx->draining = true;
 }
+void Node::BeginClosing() {
+  if (impl_->ctx->scheduler) caf::anon_send(impl_->ctx->scheduler, closing_atom::value);
+}
+uint64_t Node::ActiveJobs() const { return impl_->ctx->counters.jobs_active; }
 const std::string& Node::node_endpoint() const { return impl_->ctx->node_endpoint; }
 const std::string& Node::job_endpoint() const { return impl_->ctx->job_endpoint; }
 int Node::http_port() const { return impl_->http ? impl_->http->port() : 0; }
@@ -475,6 +479,7 @@ int RunNode(const cluster::NodeConfig& given) {
   uint64_t steps_seen = 0;
   auto last_step = std::chrono::steady_clock::now();
   std::optional<std::chrono::steady_clock::time_point> drain_since;
+  std::optional<std::chrono::steady_clock::time_point> closing_since;  // a head's SIGTERM
   uint64_t said = std::numeric_limits<uint64_t>::max();
   auto say = [&](const std::string& text) { logging::Info(logging::Cat(text)); };
   // Moving (layers: auto): ask every rebalance_seconds (jittered, so that
@@ -498,6 +503,16 @@ int RunNode(const cluster::NodeConfig& given) {
       logging::Info(
           logging::Cat("SIGHUP: ", (st.ok() ? "keys reloaded: " + (*node)->DescribeKeys()
                                             : "keys not reloaded (the old ones stay in force): " + st.message())));
+      continue;
+    }
+    if (signal == SIGTERM && config.head && !closing_since) {
+      // A head closes: no new job; its running jobs finish; the queued ones
+      // stay in the journal and run when it starts again.
+      closing_since = std::chrono::steady_clock::now();
+      (*node)->BeginClosing();
+      say("SIGTERM: closing — no new job; the running ones finish (up to " +
+          std::to_string(static_cast<int>(config.drain_timeout_seconds)) +
+          " s), queued ones wait in the journal for the next start (SIGINT or a second SIGTERM leaves at once)");
       continue;
     }
     if (signal == SIGTERM && drains && !(*node)->Draining()) {
@@ -526,6 +541,26 @@ int RunNode(const cluster::NodeConfig& given) {
         seen.reset();
         next_check = after(0.5, 1.0);
       }
+    }
+    if (closing_since) {
+      const auto now = std::chrono::steady_clock::now();
+      const uint64_t active = (*node)->ActiveJobs();
+      // A moment at least: the scheduler has had the closing message and set the count.
+      if (active == 0 && now - *closing_since > std::chrono::milliseconds(300)) {
+        say("closed: no running job left; leaving");
+        break;
+      }
+      if (now - *closing_since > std::chrono::duration<double>(config.drain_timeout_seconds)) {
+        say("closing timeout: " + std::to_string(active) + " job(s) still running after " +
+            std::to_string(static_cast<int>(config.drain_timeout_seconds)) +
+            " s; leaving (they stay in the journal and run again when the head starts again)");
+        break;
+      }
+      if (active != said) {
+        say("closing: " + std::to_string(active) + " job(s) still running");
+        said = active;
+      }
+      continue;
     }
     if (!drains || !(*node)->Draining()) continue;
     const auto now = std::chrono::steady_clock::now();

@@ -63,6 +63,12 @@ class Node {
   double DrainTimeout() const;  // the head's bound for this drain, 0 for none
   uint64_t StepsTotal() const;  // steps this node has run
 
+  // Closing (a head): after BeginClosing (SIGTERM) the head takes no new job;
+  // ActiveJobs() are those still running (queued ones wait in the journal).
+  // Any thread.
+  void BeginClosing();
+  uint64_t ActiveJobs() const;
+
   struct Impl;
 
  private:

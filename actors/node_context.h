@@ -70,10 +70,10 @@ struct NodeCounters {
   std::atomic<uint64_t> reroutes_total{0};        // head: jobs moved to another route
   std::atomic<uint64_t> drains_total{0};          // head: nodes drained
   std::atomic<uint64_t> queue_depth{0};           // head: jobs waiting for cache or a route now
-  std::atomic<uint64_t> jobs_live{
-      0};  // head: accepted jobs not ended  // beam rows whose KV cache a shard refilled from their parent's
-  std::atomic<uint64_t> compute_ns{
-      0};  // time in model code (forward, sampling); exported as compute_microseconds_total
+  std::atomic<uint64_t> jobs_live{0};             // head: accepted jobs not ended
+  std::atomic<uint64_t> jobs_active{0};           // head: jobs opening, running or rerouting (not queued)
+  // Time in model code (forward, sampling); exported as compute_microseconds_total.
+  std::atomic<uint64_t> compute_ns{0};
 };
 
 // Bytes of Step messages (header and hidden states) this node sent to each

@@ -88,6 +88,13 @@ class SchedulerActor : public StageActor {
         [this](const PeerGone& g) { book_->Gone(g.client); },
         [this](const NodeDown& d) { Execute(jobs_.NodeDown(d.node_id, "disconnected", Clock::now())); },
         [this](const NodeTrouble& t) { Troubled(t); },
+        [this](closing_atom) {
+          jobs_.BeginClosing();
+          Execute(sched::Actions{});  // the counters the node's main thread waits on
+          Say("closing: no new job; " + std::to_string(jobs_.Active()) + " running job(s) finish, " +
+              std::to_string(jobs_.queued() + recovered_.size()) +
+              " queued job(s) stay in the journal for the next start");
+        },
         [this](tick_atom) {
           OnTick();
           delayed_send(this, kTick, tick_atom::value);
@@ -235,7 +242,7 @@ class SchedulerActor : public StageActor {
   // after kRecoveryWait: then they fail NO_ROUTE like any job), in the order
   // they were accepted.
   void RunRecovered(Clock::time_point now) {
-    if (recovered_.empty()) return;
+    if (recovered_.empty() || jobs_.closing()) return;
     if (!jobs_.CanRoute(now) && now - started_ < kRecoveryWait) return;
     while (!recovered_.empty()) {
       sched::JournaledJob j = std::move(recovered_.front());
@@ -690,6 +697,7 @@ class SchedulerActor : public StageActor {
     ctx_->counters.prompt_tokens_prefilled_total = jobs_.prefill_counts().prefilled;
     ctx_->counters.prompt_tokens_reused_total = jobs_.prefill_counts().reused;
     ctx_->counters.jobs_live = book_->live();
+    ctx_->counters.jobs_active = jobs_.Active();
   }
   void Execute(sched::Reply reply) { Do(reply); }
 

@@ -64,6 +64,11 @@
 //                                  timeout (30 s: TIMEOUT naming the silent
 //                                  shards), queue notices and timeout, the next
 //                                  queued job's try, metrics query deadlines
+//   closing_atom                   the head's SIGTERM: new jobs are refused
+//                                  UNAVAILABLE ("the head is shutting down"),
+//                                  queued and recovered jobs get no turn (they
+//                                  wait in the journal); the running ones go
+//                                  on (NodeCounters::jobs_active counts them)
 //   retry_atom                     resend what backpressure held back
 //
 // A SessionOpen or prefill that cannot be sent fails its job (UNAVAILABLE,

@@ -24,7 +24,8 @@
 //   cache_budget_mb: 512            # shard: KV cache memory for all sessions
 //   idle_timeout_seconds: 600       # shard: close sessions without steps for this long
 //   drain_timeout_seconds: 120      # shard: on SIGTERM (or the head's drain) wait at most this
-//                                   # long for its running sessions to move or finish
+//                                   # long for its running sessions to move or finish; head:
+//                                   # on SIGTERM, for its running jobs to finish
 //   log_level: info                 # debug, info, warn, error
 //   log_format: auto                # auto (text on a terminal, else one JSON object per
 //                                   # line), text or json
@@ -147,7 +148,7 @@ struct NodeConfig {
   int threads = 0;
   uint64_t cache_budget_bytes = uint64_t{512} << 20;
   double idle_timeout_seconds = 600;
-  double drain_timeout_seconds = 120;  // shard: how long a drain waits for running sessions
+  double drain_timeout_seconds = 120;  // how long a shard's drain or a head's closing waits
   bool hop_timing = true;
   std::string log_level = "info", log_format = "auto";
   double rebalance_seconds = 120;  // layers: auto: how often to ask whether to move; 0 = never

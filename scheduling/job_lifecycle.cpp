@@ -50,6 +50,15 @@ v1::Error JobLifecycle::HeadError(v1::ErrorCode code, const std::string& text, u
 // ------------------------------------------------------------------ submit
 
 std::optional<v1::Error> JobLifecycle::Refusal(Clock::time_point now) {
+  if (closing_) {
+    v1::Error e = HeadError(v1::UNAVAILABLE,
+                            "the head is shutting down: it takes no new job (its running jobs finish; retry once it "
+                            "is back)",
+                            0);
+    e.clear_session_id();
+    e.set_retryable(true);
+    return e;
+  }
   if (QueueDepth() >= config_.max_queued) return Busy();  // jobs already wait: this one would too, past the bound
   if (CanRoute(now)) return std::nullopt;
   v1::Error e = HeadError(v1::NO_ROUTE, RouteProblem(now), 0);
@@ -558,6 +567,7 @@ uint32_t JobLifecycle::QueuePosition(const Job& job) const {
 // Gives the first queued job (by priority, then age) its next try, unless a
 // queued job is trying now.
 void JobLifecycle::DispatchQueued(Clock::time_point now, Actions& out) {
+  if (closing_) return;  // the queued jobs wait in the journal for the next start
   const Job* first = nullptr;
   for (const auto& [sid, job] : jobs_) {
     if (!job.queued_since || job.state == JobState::kRunning) continue;

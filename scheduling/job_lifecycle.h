@@ -52,6 +52,10 @@
 //   than `queue_timeout` (10 min) fails CACHE_FULL; meanwhile its client gets
 //   JOB_QUEUED at least every `queue_notice` (10 s), with its queue position
 //   (the queued jobs whose turn comes before its own: 0 = next).
+// * Closing (the head's SIGTERM): BeginClosing stops intake — Refusal answers
+//   UNAVAILABLE to every new job — and no queued job gets another try; the
+//   jobs that hold a route (Active) run to their end. The queued ones stay in
+//   the head's journal and run when it starts again.
 // * Node down: jobs whose route has the node (queued ones excepted: they hold
 //   nothing) go on over a route without it; a job that holds a sampler copy
 //   moves it (SessionMove) and resumes it once every new shard is open
@@ -183,10 +187,14 @@ class JobLifecycle {
 
   // ----------------------------------------------------------- inputs
 
-  // Why a new job cannot be accepted now: BUSY (the queue holds
-  // `max_queued` jobs) or NO_ROUTE (no live node serves some layer); nullopt
-  // when it can. The error names no job or session.
+  // Why a new job cannot be accepted now: UNAVAILABLE (closing), BUSY (the
+  // queue holds `max_queued` jobs) or NO_ROUTE (no live node serves some
+  // layer); nullopt when it can. The error names no job or session.
   std::optional<v1::Error> Refusal(Clock::time_point now);
+
+  // The head is shutting down (see "Closing" above). For good: there is no
+  // way back but a restart.
+  void BeginClosing() { closing_ = true; }
 
   // An admitted job (`job_id` free): NO_ROUTE to the client when the
   // registry has none; else JobStatus RUNNING and SessionOpen to every shard
@@ -281,6 +289,9 @@ class JobLifecycle {
   uint64_t drains_total() const { return drains_total_; }
   // Jobs waiting for cache (or a route) now.
   size_t queued() const;
+  // Jobs that are not queued: opening, running or moving to another route.
+  size_t Active() const;
+  bool closing() const { return closing_; }
   const KeptSessions& kept() const { return kept_; }
   const PrefillCounts& prefill_counts() const { return prefill_; }
   const ReusableCaches& reusable() const { return reusable_; }
@@ -359,6 +370,7 @@ class JobLifecycle {
   uint64_t next_session_ = 0;
   uint64_t jobs_queued_total_ = 0;
   uint64_t reroutes_total_ = 0, drains_total_ = 0;
+  bool closing_ = false;
   KeptSessions kept_;
   ReusableCaches reusable_;
   PrefillCounts prefill_;

@@ -10,6 +10,8 @@ size_t JobLifecycle::queued() const {
   return n;
 }
 
+size_t JobLifecycle::Active() const { return jobs_.size() - queued(); }
+
 std::vector<JobLifecycle::JobView> JobLifecycle::Views() const {
   std::vector<JobView> out;
   for (const auto& [sid, job] : jobs_) {

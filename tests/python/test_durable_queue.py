@@ -8,6 +8,7 @@ accepted job again with exactly the tokens of an undisturbed run, which
 import concurrent.futures
 import json
 import os
+import pathlib
 import signal
 import subprocess
 import time
@@ -149,5 +150,75 @@ def test_a_head_killed_mid_answer_runs_every_accepted_job_again_with_the_same_to
             assert job_status(c, 8000 + i)["state"] == "completed"
         # Those not ended when the head died ran again.
         assert 8 - states.count("completed") >= head_counter(c, "jobs_recovered_total") >= states.count("queued")
+    finally:
+        c.stop()
+
+
+def test_sigterm_on_the_head_finishes_running_jobs_refuses_new_ones_and_keeps_queued_ones(troupe_bin, model_path):
+    # A cache that holds the long job but not the short one beside it: the
+    # long one runs, the short one waits. SIGTERM to the head: the long job
+    # ends with every token of an undisturbed run, a new job (job endpoint or
+    # HTTP) is refused naming the shutdown, the head leaves once the long job
+    # is done, and the queued job runs when cluster up starts the head again.
+    long_flags = ("--max-tokens", "640", "--min-tokens", "640", "--temperature", "0.8", "--seed", "31")
+    short_flags = ("--max-tokens", "160", "--min-tokens", "160", "--temperature", "0.8", "--seed", "32")
+    want_long = tokens(generate(PROMPTS[0], *long_flags))
+    want_short = tokens(generate(PROMPTS[1], *short_flags))
+    c = Cluster(shards=2, extra=("--cache-budget-mb", "8"))
+    try:
+        jobs_url = f"http://127.0.0.1:{c.info['http_port']}/api/v1/jobs"
+
+        def state(job_id):
+            listed = {j["job_id"]: j for j in requests.get(jobs_url, timeout=10).json()["jobs"]}
+            return listed.get(str(job_id), {})
+
+        def wait_for(job_id, predicate, what):
+            deadline = time.time() + 60
+            while not predicate(state(job_id)):
+                assert time.time() < deadline, f"job {job_id} never {what}: {state(job_id)}"
+                time.sleep(0.05)
+
+        long_job = subprocess.Popen([str(TROUPE_BIN), "submit", "--endpoint", c.endpoint, "--prompt", PROMPTS[0],
+                                     "--json", "--job-id", "9100", *long_flags],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for(9100, lambda s: s.get("tokens", 0) > 0, "answered")
+        short_job = subprocess.Popen([str(TROUPE_BIN), "submit", "--endpoint", c.endpoint, "--prompt", PROMPTS[1],
+                                      "--json", "--job-id", "9101", *short_flags],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for(9101, lambda s: s.get("state") == "queued", "queued")
+        assert state(9100).get("state") == "running", state(9100)
+        head_pid = c.info["nodes"][0]["pid"]
+        os.kill(head_pid, signal.SIGTERM)
+        head_log = pathlib.Path(c.info["nodes"][0]["log"])
+        deadline = time.time() + 30
+        while "SIGTERM: closing" not in head_log.read_text(errors="replace"):
+            assert time.time() < deadline, head_log.read_text(errors="replace")[-2000:]
+            time.sleep(0.05)
+        # Closing: new jobs are refused, by the job endpoint and by HTTP.
+        refused = run("submit", "--endpoint", c.endpoint, "--prompt", "Hello", "--max-tokens", "4", "--json")
+        assert refused.returncode == 1 and "the head is shutting down" in refused.stderr, refused.stderr
+        http = requests.post(f"http://127.0.0.1:{c.info['http_port']}/v1/completions", timeout=30,
+                             json={"model": "smollm2", "prompt": "Hello", "max_tokens": 4})
+        assert http.status_code == 503, (http.status_code, http.text)
+        assert "shutting down" in http.json()["error"]["message"], http.text
+        assert state(9100).get("state") == "running", "the long job ended before the refusals were checked"
+        # The running job finishes, whole and right.
+        out, err = long_job.communicate(timeout=120)
+        assert long_job.returncode == 0, err
+        assert tokens(json_lines(out)) == want_long
+        assert json_lines(out)[-1]["generated_tokens"] == 640
+        # Then the head leaves by itself, and cluster up starts it again.
+        deadline = time.time() + 60
+        while json.loads((c.dir / "cluster.json").read_text())["nodes"][0]["pid"] == head_pid:
+            assert time.time() < deadline, c.stderr()[-2000:]
+            time.sleep(0.1)
+        log = head_log.read_text(errors="replace")
+        assert "closed: no running job left; leaving" in log, log[-3000:]
+        short_job.kill()
+        short_job.wait()
+        # The queued job waited in the journal: it runs on the new head with its tokens.
+        lines = attach(c, 9101)
+        assert tokens(lines) == want_short
+        assert head_counter(c, "jobs_recovered_total") == 1
     finally:
         c.stop()

@@ -565,6 +565,30 @@ TEST_F(JobLifecycleTest, AFullQueueAnswersBusyWithItsDepthAndARetryHint) {
   EXPECT_EQ(lc->Refusal(t0)->queue_depth(), 2u);
 }
 
+TEST_F(JobLifecycleTest, ClosingRefusesNewJobsLetsRunningOnesFinishAndGivesQueuedOnesNoTurn) {
+  Make(true);
+  const uint64_t running = Running(1);
+  Queued(2, t0 + seconds(1));
+  EXPECT_EQ(lc->Refusal(t0), std::nullopt);
+  EXPECT_EQ(lc->Active(), 1u);
+  lc->BeginClosing();
+  EXPECT_TRUE(lc->closing());
+  const std::optional<v1::Error> no = lc->Refusal(t0 + seconds(2));
+  ASSERT_TRUE(no.has_value());
+  EXPECT_EQ(no->code(), v1::UNAVAILABLE);
+  EXPECT_NE(no->text().find("shutting down"), std::string::npos) << no->text();
+  EXPECT_TRUE(no->retryable());
+  EXPECT_FALSE(no->has_session_id());
+  // The running job's end frees cache, yet the queued job gets no try, on
+  // close or tick: it waits in the journal for the head's next start.
+  Actions out = lc->Done(running, {}, t0 + seconds(3));
+  EXPECT_EQ(NodeMessages(out), (std::vector<std::string>{"close a 1001", "close b 1001"}));
+  EXPECT_TRUE(NodeMessages(lc->Tick(t0 + seconds(4))).empty());
+  EXPECT_EQ(lc->StateOf(2), JobState::kQueued);
+  EXPECT_EQ(lc->Active(), 0u);
+  EXPECT_EQ(lc->queued(), 1u);
+}
+
 TEST_F(JobLifecycleTest, ShutdownAnswersEveryJob) {
   Make(true);
   Running(5);
