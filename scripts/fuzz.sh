@@ -1,14 +1,23 @@
 #!/usr/bin/env bash
-# Fuzzes the wire decoders (envelope_fuzz, tensor_fuzz: libFuzzer + ASan +
-# UBSan) for a bounded time each, in their own build folder (build-fuzz,
-# clang, no libtorch). Installs clang and its fuzzer runtime when missing. Exits
-# non-zero when a target crashes or trips a property; the crashing input is
-# copied into tests/fuzz/regressions/<target>/, where the *_fuzz_replay CTest
-# tests replay it on every build from then on.
+# Fuzzes every decoder of outside bytes (libFuzzer + ASan + UBSan; the
+# targets are listed in tests/fuzz/CMakeLists.txt) for a bounded time each, in
+# their own build folder (build-fuzz, clang, no libtorch):
+#   envelope, tensor     wire messages and tensor frames
+#   gguf, safetensors    model files
+#   tokenizer_json       Hugging Face tokenizer folders
+#   node_config          node config YAML and `troupe config check`
+#   chat_request         the HTTP API's request bodies
+# Installs clang and its fuzzer runtime when missing. Exits non-zero when a
+# target crashes or trips a property; the crashing input is copied into
+# tests/fuzz/regressions/<target>/, where the *_fuzz_replay CTest tests replay
+# it on every build from then on. Inputs are at most 64 KiB; one of them
+# allocating 512 MB at once, or running 10 s, is a failure too. A target with
+# tests/fuzz/dict/<target>.dict is given it (libFuzzer -dict: the keys and
+# keywords of its format).
 #
 #   scripts/fuzz.sh                    # 60 s per target
 #   FUZZ_SECONDS=600 scripts/fuzz.sh   # longer
-#   scripts/fuzz.sh tensor             # one target (envelope | tensor)
+#   scripts/fuzz.sh gguf tensor        # some targets, by name
 #   JOBS=1 scripts/fuzz.sh             # build parallelism (default 2)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +26,7 @@ BUILD="$ROOT/build-fuzz"
 SECONDS_EACH=${FUZZ_SECONDS:-60}
 JOBS=${JOBS:-2}
 TARGETS=("$@")
-[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(envelope tensor)
+[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(envelope tensor gguf safetensors tokenizer_json node_config chat_request)
 
 LOG_TAG=fuzz
 . scripts/lib.sh
@@ -55,9 +64,11 @@ for t in "${TARGETS[@]}"; do
   fi
 
   log "$t: fuzzing for ${SECONDS_EACH}s"
+  dict=()
+  [ -f "$ROOT/tests/fuzz/dict/$t.dict" ] && dict=(-dict="$ROOT/tests/fuzz/dict/$t.dict")
   # New inputs go to the work corpus; the seeds in the tree stay as written.
-  if "$BUILD/bin/${t}_fuzz" "$work/corpus" "$seeds" "$regressions" \
-       -max_total_time="$SECONDS_EACH" -max_len=65536 -rss_limit_mb=2048 -timeout=10 \
+  if "$BUILD/bin/${t}_fuzz" "$work/corpus" "$seeds" "$regressions" "${dict[@]}" \
+       -max_total_time="$SECONDS_EACH" -max_len=65536 -rss_limit_mb=2048 -malloc_limit_mb=512 -timeout=10 \
        -print_final_stats=1 -artifact_prefix="$work/artifacts/" 2>"$work/fuzz.log"; then
     grep -E "^stat::(number_of_executed_units|average_exec_per_sec|new_units_added|peak_rss_mb)" \
       "$work/fuzz.log" | sed "s/^/[$t] /" >&2 || true
