@@ -1,5 +1,6 @@
 #include "pipeline/text/tokenizer_json.h"
 
+#include <algorithm>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -133,6 +134,33 @@ bool PostProcessorAddsBos(const json& node, const std::string& bos) {
   return id != special->end() && id->is_string() && id->get<std::string>() == bos;
 }
 
+// Ids may leave holes, but only this many past the tokens a file lists: the
+// vocabulary is as long as the largest id, so an id far past them would make
+// a few bytes of JSON cost gigabytes.
+constexpr size_t kMaxIdHoles = 65536;
+
+// How many tokens a tokenizer.json lists (model.vocab and added_tokens).
+size_t ListedTokens(const json& doc) {
+  size_t listed = 0;
+  auto model = doc.find("model");
+  if (model != doc.end() && model->is_object()) {
+    auto vocab = model->find("vocab");
+    if (vocab != model->end() && vocab->is_object()) listed += vocab->size();
+  }
+  auto added = doc.find("added_tokens");
+  if (added != doc.end() && added->is_array()) listed += added->size();
+  return listed;
+}
+
+// Corrupt naming `what` unless `id` is below both 2^24 and the listed tokens
+// plus kMaxIdHoles.
+Status CheckIdLimit(const json& doc, const json& id, const std::string& what, const std::string& path) {
+  const size_t listed = ListedTokens(doc);
+  if (id.get<uint64_t>() < std::min<size_t>(listed + kMaxIdHoles, size_t{1} << 24)) return Status::Ok();
+  return Status::Corrupt(path + ": " + what + " has id " + id.dump() + ", more than " + std::to_string(kMaxIdHoles) +
+                         " past the " + std::to_string(listed) + " tokens the file lists (or 2^24 or more)");
+}
+
 Status ReadModel(const json& doc, const std::string& path, TokenizerSpec* spec) {
   auto model_it = doc.find("model");
   if (model_it == doc.end() || !model_it->is_object()) return Status::Corrupt(path + ": no 'model' object");
@@ -143,9 +171,10 @@ Status ReadModel(const json& doc, const std::string& path, TokenizerSpec* spec) 
   auto vocab = model.find("vocab");
   if (vocab == model.end() || !vocab->is_object()) return Status::Corrupt(path + ": model.vocab is not an object");
   for (auto it = vocab->begin(); it != vocab->end(); ++it) {
-    if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 || it.value().get<int64_t>() > (1 << 24)) {
+    if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0) {
       return Status::Corrupt(path + ": model.vocab['" + it.key() + "'] is not a valid id");
     }
+    TROUPE_RETURN_IF_ERROR(CheckIdLimit(doc, it.value(), "model.vocab['" + it.key() + "']", path));
     size_t id = it.value().get<size_t>();
     if (id >= spec->tokens.size()) spec->tokens.resize(id + 1);
     spec->tokens[id] = it.key();
@@ -178,9 +207,10 @@ Status ReadAddedTokens(const json& doc, const std::string& path, TokenizerSpec* 
     auto id = token.find("id");
     auto content = token.find("content");
     if (!token.is_object() || id == token.end() || !id->is_number_integer() || id->get<int64_t>() < 0 ||
-        id->get<int64_t>() > (1 << 24) || content == token.end() || !content->is_string()) {
+        content == token.end() || !content->is_string()) {
       return Status::Corrupt(path + ": added_tokens entry without a valid id and content");
     }
+    TROUPE_RETURN_IF_ERROR(CheckIdLimit(doc, *id, "added token '" + content->get<std::string>() + "'", path));
     size_t index = id->get<size_t>();
     if (index >= spec->tokens.size()) {
       spec->tokens.resize(index + 1);

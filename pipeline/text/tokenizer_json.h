@@ -21,9 +21,11 @@
 // is not already NFC may tokenize differently from Hugging Face.
 //
 // Failure: NotFound when `dir`/tokenizer.json is missing; Corrupt for invalid
-// JSON or fields of the wrong shape; Unsupported for another model type or
-// pre-tokenizer; InvalidArgument when a named special token is not in the
-// vocabulary. Every message names the file. Thread-safety: a pure function.
+// JSON, fields of the wrong shape, or a token id of 2^24 or more or more than
+// 65536 past the number of tokens the file lists (ids may leave holes, but the
+// vocabulary is as long as its largest id); Unsupported for another model
+// type or pre-tokenizer; InvalidArgument when a named special token is not in
+// the vocabulary. Every message names the file. Thread-safety: a pure function.
 #pragma once
 
 #include <string>

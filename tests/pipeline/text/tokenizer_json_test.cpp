@@ -226,6 +226,43 @@ TEST_F(TokenizerJsonTest, Errors) {
 namespace troupe {
 namespace {
 
+// Found with tokenizer_json_fuzz (tests/fuzz/regressions/): {"model": {"vocab":
+// {"a": 16777216}, ...}}, 127 bytes, made a vocabulary of 16M tokens (2 GB with
+// the Tokenizer built from it). Ids may leave holes, but not more than 65536
+// past the tokens listed.
+TEST_F(TokenizerJsonTest, IdsFarPastTheListedTokensAreRefused) {
+  auto expect_corrupt = [&](const json& doc, const std::string& words) {
+    Write("tokenizer.json", doc.dump());
+    auto spec = Load();
+    ASSERT_FALSE(spec.ok()) << words;
+    EXPECT_EQ(spec.status().code(), StatusCode::kCorrupt);
+    EXPECT_NE(spec.status().message().find(words), std::string::npos) << spec.status().ToString();
+  };
+  // The tokens listed: model.vocab's and added_tokens' entries.
+  auto listed = [](const json& doc) { return doc["model"]["vocab"].size() + doc["added_tokens"].size(); };
+  json doc = TinyTokenizerJson(ByteLevel(true), false);
+  doc["model"]["vocab"]["far"] = 16777216;
+  expect_corrupt(doc, "model.vocab['far'] has id 16777216, more than 65536 past the " + std::to_string(listed(doc)) +
+                          " tokens the file lists");
+  doc["model"]["vocab"]["far"] = listed(doc) + 65536;
+  expect_corrupt(doc, "model.vocab['far'] has id " + std::to_string(listed(doc) + 65536));
+
+  doc = TinyTokenizerJson(ByteLevel(true), false);
+  doc["added_tokens"].push_back({{"id", 0}, {"content", "<far>"}, {"special", true}});
+  doc["added_tokens"].back()["id"] = listed(doc) + 65536;
+  expect_corrupt(doc, "added token '<far>' has id " + std::to_string(listed(doc) + 65536));
+
+  // One id below the limit: the ids between are holes, unused.
+  const size_t last = listed(doc) + 65535;
+  doc["added_tokens"].back()["id"] = last;
+  Write("tokenizer.json", doc.dump());
+  auto spec = Load();
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  ASSERT_EQ(spec->tokens.size(), last + 1);
+  EXPECT_EQ(spec->tokens.back(), "<far>");
+  EXPECT_EQ(spec->token_types[last - 1], TokenType::kUnused);
+}
+
 TEST_F(TokenizerJsonTest, DigitsAsIsolatingSplitIsSmolLm) {
   // The same SmolLM pre-tokenizer spelled as Split(\p{N}, Isolated) + ByteLevel.
   json split = {{"type", "Split"}, {"pattern", {{"Regex", "\\p{N}"}}}, {"behavior", "Isolated"}, {"invert", false}};
