@@ -135,7 +135,9 @@ Status SafetensorsFile::AddTensors(const nlohmann::json& header, const uint8_t* 
 
     uint64_t numel = 1;
     for (uint64_t d : shape) {
-      if (__builtin_mul_overflow(numel, d, &numel) ||
+      // Each dimension too, not only the product: after a 0 the product stays
+      // 0, and a dimension past INT64_MAX would be negative in the view.
+      if (d > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) || __builtin_mul_overflow(numel, d, &numel) ||
           numel > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
         return Status::Corrupt(where + ": shape " + ShapeString(shape) + " overflows");
       }

@@ -204,6 +204,20 @@ TEST_F(SafetensorsTest, ShapeOverflowIsCorrupt) {
   ExpectError(OpenOne("F32", "[18446744073709551615]", 0, 8, 8), StatusCode::kCorrupt, "overflows");
 }
 
+// Found with safetensors_fuzz (tests/fuzz/regressions/): after a zero dimension
+// the product stays 0, so a dimension past INT64_MAX passed and became negative
+// in the view's shape.
+TEST_F(SafetensorsTest, ADimensionPastInt64MaxIsCorruptEvenAfterAZero) {
+  ExpectError(OpenOne("F32", "[0,18446744073709551615]", 0, 0, 8), StatusCode::kCorrupt, "overflows");
+  ExpectError(OpenOne("F16", "[9223372036854775808,0]", 0, 0, 8), StatusCode::kCorrupt, "overflows");
+  auto empty = OpenOne("F32", "[0,9223372036854775807]", 0, 0, 8);
+  ASSERT_TRUE(empty.ok()) << empty.status().ToString();
+  const TensorView* t = (*empty)->Find("w");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->shape, (std::vector<int64_t>{0, INT64_MAX}));
+  EXPECT_EQ(t->n_bytes, 0u);
+}
+
 TEST_F(SafetensorsTest, MalformedEntriesAreCorrupt) {
   ExpectError(OpenOne("F32", "[-2]", 0, 8, 8), StatusCode::kCorrupt, "\"shape\"");
   ExpectError(OpenOne("F32", "[2.0]", 0, 8, 8), StatusCode::kCorrupt, "\"shape\"");
