@@ -267,7 +267,7 @@ std::optional<ApiError> ParseRequest(ApiKind kind, const std::string& body, Pars
   json j;
   try {
     j = json::parse(body);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e400
     return Invalid("", std::string("the body is not valid JSON: ") + e.what(), "invalid_json");
   }
   if (!j.is_object())

@@ -173,6 +173,21 @@ TEST(OpenAiApi, RefusalsNameTheField) {
             "unsupported_parameter");
 }
 
+// Found with chat_request_fuzz (tests/fuzz/regressions/): a number too large
+// for a double (1e400) made nlohmann::json throw out_of_range, not parse_error,
+// through ParseRequest (std::terminate in the HTTP handler).
+TEST(OpenAiApi, NumbersPastADoubleAreInvalidJson) {
+  for (const char* body : {R"({"prompt": "x", "temperature": 1e400})", R"({"prompt": "x", "extra": -1e400})",
+                           R"({"messages": [{"role": "user", "content": "x"}], "seed": 1e999})"}) {
+    for (ApiKind kind : {ApiKind::kCompletion, ApiKind::kChat}) {
+      ApiError e = MustFail(kind, body);
+      EXPECT_EQ(e.status, 400) << body;
+      EXPECT_EQ(e.code, "invalid_json") << body;
+      EXPECT_NE(e.message.find("number overflow"), std::string::npos) << e.message;
+    }
+  }
+}
+
 // What the job client returns for an Error from the head.
 Status FromHead(v1::ErrorCode code, const std::string& text) {
   v1::Error e;
