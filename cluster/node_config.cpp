@@ -28,6 +28,15 @@ std::string Resolve(const std::string& base, const std::string& path) {
 // Every problem found so far, in the order found; parsing goes on past each.
 using Problems = std::vector<std::string>;
 
+// Whether a mapping key can be a config key: a scalar (or null, read as
+// "null"), not a list or mapping (`? [a, b]: x`), which as<std::string>
+// refuses with an exception.
+bool IsNameKey(const YAML::Node& key) { return key.IsScalar() || key.IsNull(); }
+
+// Megabytes a budget may name: 2^40 MB (2^60 bytes), so that the bytes fit a
+// uint64_t (converting a larger double is undefined).
+constexpr double kMaxBudgetMb = 1099511627776.0;
+
 // Reads `node[key]` into `out` when present; a problem naming the key otherwise.
 template <class T>
 void Read(const YAML::Node& node, const char* key, T* out, const std::string& what, Problems* problems) {
@@ -86,17 +95,47 @@ std::string Expand(const std::string& text, const std::string& where, Problems* 
   return out;
 }
 
-// Expands every scalar of `node` in place (Expand).
-void ExpandAll(YAML::Node node, const std::string& where, Problems* problems) {
+// Values ExpandAll visits at most, and how deep. An alias (*a) is the
+// anchored node itself, not a copy, so it is visited each time it is used:
+// nine levels of ten aliases are a billion visits from a few hundred bytes,
+// and an alias inside its own anchor (`&a [*a]`) is a cycle.
+constexpr size_t kMaxExpandedValues = 100000;
+constexpr int kMaxExpandDepth = 64;
+
+struct ExpandState {
+  size_t values_left = kMaxExpandedValues;
+  std::set<int> expanded;  // source positions of the scalars already expanded
+};
+
+// Expands every scalar of `node` in place (Expand), once each: a scalar
+// reached again through an alias is already expanded (its `$${` is now `${`).
+void ExpandAll(YAML::Node node, const std::string& where, Problems* problems, ExpandState* state, int depth = 0) {
+  if (state->values_left == 0) return;
+  if (--state->values_left == 0) {
+    problems->push_back(where + ": more than " + std::to_string(kMaxExpandedValues) +
+                        " values (an alias counts each time it is used)");
+    return;
+  }
+  if (depth > kMaxExpandDepth) {
+    problems->push_back(where + ": nested more than " + std::to_string(kMaxExpandDepth) +
+                        " levels deep (or an alias inside its own anchor)");
+    state->values_left = 0;  // once
+    return;
+  }
   if (node.IsScalar()) {
+    const int pos = node.Mark().pos;
+    if (pos >= 0 && !state->expanded.insert(pos).second) return;
     const std::string text = node.Scalar();
     // A Z85 key may hold "${" (its alphabet has both): keys are never expanded.
     const bool key = transport::ValidateZ85Key(text, "key").ok();
     if (!key && text.find("${") != std::string::npos) node = Expand(text, where, problems);
   } else if (node.IsMap()) {
-    for (auto kv : node) ExpandAll(kv.second, where + ": " + kv.first.as<std::string>(), problems);
+    for (auto kv : node) {
+      ExpandAll(kv.second, where + ": " + (IsNameKey(kv.first) ? kv.first.as<std::string>() : "?"), problems, state,
+                depth + 1);
+    }
   } else if (node.IsSequence()) {
-    for (size_t i = 0; i < node.size(); ++i) ExpandAll(node[i], where, problems);
+    for (size_t i = 0; i < node.size(); ++i) ExpandAll(node[i], where, problems, state, depth + 1);
   }
 }
 
@@ -238,10 +277,15 @@ std::vector<std::string> ParseNodeConfigProblems(const std::string& text, const 
     return problems;
   }
   for (const auto& kv : root) {
+    if (!IsNameKey(kv.first)) {
+      problem("a key that is a list or mapping, not a name");
+      continue;
+    }
     const std::string key = kv.first.as<std::string>();
     if (!kTopKeys.count(key)) problem("unknown key '" + key + "'");
   }
-  ExpandAll(root, what, P);
+  ExpandState expand;
+  ExpandAll(root, what, P, &expand);
   Read(root, "id", &c.id, what, P);
   if (c.id.empty() || c.id.size() > 255) problem("id: must be 1 to 255 characters");
   std::vector<std::string> roles;
@@ -279,8 +323,11 @@ std::vector<std::string> ParseNodeConfigProblems(const std::string& text, const 
   if (c.shard && !has_layers) problem("layers: a shard needs [begin, end] or auto");
   double memory_mb = 0;
   Read(root, "memory_budget_mb", &memory_mb, what, P);
-  if (memory_mb < 0) problem("memory_budget_mb: must be >= 0");
-  c.memory_budget_bytes = static_cast<uint64_t>(std::max(0.0, memory_mb) * 1024 * 1024);
+  if (!(memory_mb >= 0 && memory_mb <= kMaxBudgetMb)) {
+    problem("memory_budget_mb: must be >= 0 and at most 2^40");
+  } else {
+    c.memory_budget_bytes = static_cast<uint64_t>(memory_mb * 1024 * 1024);
+  }
   Read(root, "model", &c.model, what, P);
   c.model = Resolve(base_dir, c.model);
   Read(root, "amateur_model", &c.amateur_model, what, P);
@@ -295,7 +342,11 @@ std::vector<std::string> ParseNodeConfigProblems(const std::string& text, const 
   if (c.threads < 0) problem("threads: must be >= 0");
   double budget_mb = -1;
   Read(root, "cache_budget_mb", &budget_mb, what, P);
-  if (budget_mb >= 0) c.cache_budget_bytes = static_cast<uint64_t>(budget_mb * 1024 * 1024);
+  if (budget_mb > kMaxBudgetMb) {
+    problem("cache_budget_mb: must be at most 2^40");
+  } else if (budget_mb >= 0) {
+    c.cache_budget_bytes = static_cast<uint64_t>(budget_mb * 1024 * 1024);
+  }
   Read(root, "cache_budget_bytes", &c.cache_budget_bytes, what, P);
   Read(root, "idle_timeout_seconds", &c.idle_timeout_seconds, what, P);
   Read(root, "drain_timeout_seconds", &c.drain_timeout_seconds, what, P);
@@ -333,6 +384,10 @@ std::vector<std::string> ParseNodeConfigProblems(const std::string& text, const 
       problem("endpoints: expected a mapping (listen, advertise, jobs, http)");
     } else {
       for (const auto& kv : ep) {
+        if (!IsNameKey(kv.first)) {
+          problem("endpoints: a key that is a list or mapping, not a name");
+          continue;
+        }
         const std::string key = kv.first.as<std::string>();
         if (key != "listen" && key != "advertise" && key != "jobs" && key != "http" && key != "metrics") {
           problem("endpoints: unknown key '" + key + "' (listen, advertise, jobs, http, metrics)");
@@ -365,6 +420,10 @@ std::vector<std::string> ParseNodeConfigProblems(const std::string& text, const 
       problem("security: expected a mapping");
     } else {
       for (const auto& kv : sec) {
+        if (!IsNameKey(kv.first)) {
+          problem("security: a key that is a list or mapping, not a name");
+          continue;
+        }
         const std::string key = kv.first.as<std::string>();
         if (key != "curve" && key != "secret_key" && key != "allowlist" && key != "insecure" &&
             key != "client_allowlist" && key != "job_curve") {
@@ -523,6 +582,10 @@ Status JoinHead(NodeConfig* c, const std::string& endpoint, const std::string& p
     return Status::InvalidArgument("join: '" + endpoint + "' is not a tcp://HOST:PORT endpoint");
   }
   if (c->head_id.empty()) c->head_id = "head";
+  if (c->head_id == c->id) {  // it would be a peer of itself, which no config may name
+    return Status::InvalidArgument("join: '" + c->id +
+                                   "' is this node's own id: a node does not join itself (name its head with head:)");
+  }
   std::string key;
   if (!public_key.empty()) {
     Result<std::string> k = transport::PublicKeyFromArgument(public_key);

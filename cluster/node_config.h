@@ -109,7 +109,11 @@
 //
 // Plain data; LoadNodeConfig / ParseNodeConfig validate and name the first
 // bad key ("node config x.yaml: layers: begin 10 >= end 10");
-// ParseNodeConfigProblems names every one (`troupe config check`).
+// ParseNodeConfigProblems names every one (`troupe config check`). Hostile
+// text is a problem, never an exception or a hang: a key that is a list or
+// mapping, a budget past 2^40 MB, more than 100000 values (an alias counts
+// each time it is used; a value reached through aliases is expanded once),
+// values nested more than 64 deep (an alias inside its own anchor).
 #pragma once
 
 #include <cstdint>
@@ -204,7 +208,8 @@ std::vector<std::string> ParseNodeConfigProblems(const std::string& yaml, const 
                                                  const std::string& what, NodeConfig* out, bool read_key_files = true);
 // Makes `head_id` (default "head") a peer at `endpoint` with `public_key`
 // (Z85 or a .pub path; may be empty) — what `join:` and `troupe node
-// --join` mean.
+// --join` mean. InvalidArgument when `endpoint` is not tcp://, the key does
+// not read, or `head_id` is the node's own id (it would be its own peer).
 Status JoinHead(NodeConfig* config, const std::string& endpoint, const std::string& public_key);
 // `base_dir` resolves relative paths; `what` names the source in errors.
 Result<NodeConfig> ParseNodeConfig(const std::string& yaml, const std::string& base_dir, const std::string& what);

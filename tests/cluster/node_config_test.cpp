@@ -1,6 +1,14 @@
 // Node configs: YAML in, YAML out, and errors that name the bad key.
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "cluster/node_config.h"
 
 namespace troupe::cluster {
@@ -309,6 +317,98 @@ TEST(NodeConfigTest, KeyFilesMayBeLeftUnreadForAConfigCheck) {
   EXPECT_TRUE(ParseNodeConfigProblems(yaml, "/nowhere", "k.yaml", &c, /*read_key_files=*/false).empty());
   EXPECT_EQ(c.FindPeer("head")->public_key, "/nowhere/keys/head/node.pub");
   EXPECT_EQ(c.FindPeer("t")->public_key, "/nowhere/keys/t/node.pub");
+}
+
+// Found with node_config_fuzz (tests/fuzz/regressions/): a key that is a list
+// or mapping made as<std::string>() throw YAML::TypedBadConversion out of the
+// parser (std::terminate in `troupe node` and `troupe config check`).
+TEST(NodeConfigTest, KeysThatAreListsOrMappingsAreProblems) {
+  for (const auto& [yaml, words] : std::vector<std::pair<std::string, std::string>>{
+           {"id: a\n? [x]\n: 1\n", "x.yaml: a key that is a list or mapping, not a name"},
+           {"id: a\nendpoints:\n  ? {a: b}\n  : 1\n", "x.yaml: endpoints: a key that is a list or mapping"},
+           {"id: a\nsecurity: {[curve]: true}\n", "x.yaml: security: a key that is a list or mapping"},
+           {"id: a\npeers: [{? [id]: x}]\n", "x.yaml: peers: a peer without id"}}) {
+    std::vector<std::string> problems;
+    ASSERT_NO_THROW(problems = ParseNodeConfigProblems(yaml, "", "x.yaml", nullptr)) << yaml;
+    ASSERT_FALSE(problems.empty()) << yaml;
+    EXPECT_NE(problems.front().find(words), std::string::npos) << problems.front();
+  }
+  // A null key is still read as "null", an unknown key.
+  const std::vector<std::string> null_key = ParseNodeConfigProblems("id: a\n~: 1\n", "", "x.yaml", nullptr);
+  ASSERT_FALSE(null_key.empty());
+  EXPECT_EQ(null_key.front(), "x.yaml: unknown key 'null'");
+}
+
+// Found with node_config_fuzz (tests/fuzz/regressions/): memory_budget_mb:
+// 1e300 converted 1e300 * 2^20 to uint64_t (undefined behaviour, UBSan:
+// "outside the range of representable values"); so did cache_budget_mb. Budgets
+// are at most 2^40 MB.
+TEST(NodeConfigTest, BudgetsPastTwoToTheFortyMegabytesAreProblems) {
+  for (const char* yaml : {"memory_budget_mb: 1e300", "memory_budget_mb: .inf", "memory_budget_mb: .nan",
+                           "memory_budget_mb: -1", "cache_budget_mb: 1e300", "cache_budget_mb: .inf"}) {
+    auto c = ParseNodeConfig(std::string("id: s\nroles: [shard]\nlayers: auto\nmodel: m\nhead: h\n"
+                                         "peers: [{id: h}]\n") +
+                                 yaml + "\n",
+                             "", "x.yaml");
+    ASSERT_FALSE(c.ok()) << yaml;
+    EXPECT_NE(c.status().message().find("at most 2^40"), std::string::npos) << c.status().message();
+  }
+  auto most = ParseNodeConfig("id: s\nroles: [shard]\nlayers: [0, 1]\nmodel: m\ncache_budget_mb: 1099511627776\n", "",
+                              "x.yaml");
+  ASSERT_TRUE(most.ok()) << most.status().ToString();
+  EXPECT_EQ(most->cache_budget_bytes, uint64_t{1} << 60);
+}
+
+// Found with node_config_fuzz (tests/fuzz/regressions/): an alias is the
+// anchored node itself, so nine levels of ten aliases (430 bytes) made the
+// ${VAR} expansion walk a billion values (a hang). It walks at most 100000 now,
+// and (seen while fixing that) a scalar reached twice is expanded once: before,
+// `$${` read back through an alias became `${` and was then expanded as a
+// variable.
+TEST(NodeConfigTest, AliasesAreWalkedBoundedAndExpandedOnce) {
+  std::string bomb = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 9; ++i) {
+    bomb += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int k = 0; k < 10; ++k) bomb += (k ? ", *a" : "*a") + std::to_string(i - 1);
+    bomb += "]\n";
+  }
+  const std::vector<std::string> problems = ParseNodeConfigProblems(bomb, "", "x.yaml", nullptr);
+  ASSERT_FALSE(problems.empty());
+  EXPECT_NE(std::find_if(problems.begin(), problems.end(),
+                         [](const std::string& p) { return p.find("more than 100000 values") != std::string::npos; }),
+            problems.end());
+
+  // Found the same way: an alias inside its own anchor is a cycle, which the
+  // expansion followed until the stack overflowed.
+  const std::vector<std::string> cycle =
+      ParseNodeConfigProblems("id: a\nroles: [head]\nmodel: m\napi_keys: &k [x, *k]\n", "", "x.yaml", nullptr);
+  ASSERT_FALSE(cycle.empty());
+  EXPECT_EQ(cycle.front(), "x.yaml: api_keys: nested more than 64 levels deep (or an alias inside its own anchor)");
+
+  ::unsetenv("TROUPE_TEST_ALIAS");
+  auto c =
+      ParseNodeConfig("id: h\nroles: [head]\nmodel: &m \"$${TROUPE_TEST_ALIAS:-x}\"\njob_journal: *m\n", "", "x.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->model, "${TROUPE_TEST_ALIAS:-x}");
+  EXPECT_EQ(c->job_journal, "${TROUPE_TEST_ALIAS:-x}");
+}
+
+// Found with node_config_fuzz (tests/fuzz/regressions/): a head with `join:`
+// became a peer of itself (JoinHead added the default head id "head", its own),
+// which ParseNodeConfig accepted but NodeConfigToYaml's text did not read back
+// ("peers: duplicate id 'head'").
+TEST(NodeConfigTest, ANodeDoesNotJoinItself) {
+  for (const char* yaml : {"id: head\nroles: [head]\nmodel: m\njoin: tcp://127.0.0.1:5601\n",
+                           "id: s\nroles: [shard]\nlayers: [0, 1]\nmodel: m\nhead: s\njoin: tcp://10.0.0.1:5601\n"}) {
+    auto c = ParseNodeConfig(yaml, "", "x.yaml");
+    ASSERT_FALSE(c.ok()) << yaml;
+    EXPECT_NE(c.status().message().find("is this node's own id: a node does not join itself"), std::string::npos)
+        << c.status().message();
+  }
+  NodeConfig head;
+  head.id = "head";
+  EXPECT_FALSE(JoinHead(&head, "tcp://127.0.0.1:5601", "").ok());
+  EXPECT_TRUE(head.peers.empty());
 }
 
 }  // namespace
