@@ -30,6 +30,9 @@ constexpr auto kExpireEvery = std::chrono::seconds(10);
 constexpr auto kPingEvery = std::chrono::seconds(2);
 // How long jobs recovered after a restart wait for a route before they run anyway.
 constexpr auto kRecoveryWait = std::chrono::seconds(30);
+// How long a new job that finds no route waits, after the head starts, for
+// the shards to announce themselves (a restarted head knows none at first).
+constexpr auto kStartupWait = std::chrono::seconds(5);
 const Origin kBook{kJobBookLink, ""};
 
 double UnixNow() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
@@ -187,6 +190,10 @@ class SchedulerActor : public StageActor {
   // cycle's JobStatus reaches it) and run. Refusals before the journal leave
   // no trace: the client may retry with the same id.
   void Submit(const Origin& client, uint64_t request_id, const v1::JobSubmit& submit) {
+    if (StartingUp(Clock::now()) && !jobs_.closing()) {
+      held_.push_back(HeldSubmit{client, request_id, submit});
+      return;
+    }
     const auto refuse = [&](v1::ErrorCode code, const std::string& text, uint64_t job_id) {
       Execute(sched::Reply{client, ErrorEnvelope(code, text, ctx_->node_id, 0, request_id, job_id)});
     };
@@ -236,6 +243,19 @@ class SchedulerActor : public StageActor {
   void Run(uint64_t job_id, uint64_t request_id, sched::AdmittedJob job) {
     job.stream = true;
     Execute(jobs_.Submit(job_id, kBook, request_id, std::move(job), Clock::now()));
+  }
+
+  // Whether the head has just started and knows no route yet: new jobs are
+  // held (held_) rather than refused NO_ROUTE while its shards announce.
+  bool StartingUp(Clock::time_point now) const { return now - started_ < kStartupWait && !jobs_.CanRoute(now); }
+
+  // The held submits, once a route exists or kStartupWait has passed (then
+  // they meet the usual checks: NO_ROUTE names what is missing).
+  void SubmitHeld(Clock::time_point now) {
+    if (held_.empty() || StartingUp(now)) return;
+    std::deque<HeldSubmit> held;
+    held.swap(held_);
+    for (HeldSubmit& h : held) Submit(h.client, h.request_id, h.submit);
   }
 
   // Jobs the journal gave back after a restart run once a route exists (or
@@ -669,6 +689,7 @@ class SchedulerActor : public StageActor {
     PingNodes(now);
     SampleHistory(now);
     RunRecovered(now);
+    SubmitHeld(now);
     if (now - expired_ >= kExpireEvery) {
       expired_ = now;
       if (Status st = book_->Expire(UnixNow()); !st.ok()) {
@@ -761,6 +782,12 @@ class SchedulerActor : public StageActor {
   sched::JobLifecycle jobs_;
   std::unique_ptr<sched::JobBook> book_;
   std::deque<sched::JournaledJob> recovered_;  // from the journal, yet to run
+  struct HeldSubmit {
+    Origin client;
+    uint64_t request_id = 0;
+    v1::JobSubmit submit;
+  };
+  std::deque<HeldSubmit> held_;  // new jobs that came while StartingUp
   Clock::time_point started_;
   Clock::time_point expired_;  // the last Expire
   sched::MetricsQueries queries_;
