@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -28,6 +29,12 @@ struct JobClient::Impl {
   uint64_t job_id = 0;
   bool job_running = false;
   uint32_t next_index = 0;  // the index the job's next Token must carry
+  v1::JobSubmit submitted;  // the job of Submit, to send again (Resume)
+  // The link dropped (a head restarted) and came back: the job is followed
+  // again (Resume), at most kMaxResumes times per job.
+  bool link_lost = false, link_back = false;
+  int resumes = 0;
+  static constexpr int kMaxResumes = 8;
 
   ~Impl() { connection.reset(); }
 
@@ -43,11 +50,15 @@ struct JobClient::Impl {
     return st;
   }
 
-  // A CURVE handshake the head's ZAP handler refused: our key is not in its
-  // client allowlist, so no answer will ever come. UNAUTHENTICATED.
-  Status CheckRefused() {
+  // Reads the link's events: a CURVE handshake the head's ZAP handler refused
+  // (our key is not in its client allowlist, so no answer will ever come)
+  // fails with UNAUTHENTICATED; a drop followed by a new handshake sets
+  // link_back.
+  Status CheckEvents() {
     if (!connection->monitor()) return Status::Ok();
     for (const transport::LinkEvent& ev : connection->DrainEvents()) {
+      if (ev.kind == transport::LinkEventKind::kDisconnected) link_lost = true;
+      if (ev.kind == transport::LinkEventKind::kHandshakeSucceeded && link_lost) link_back = true;
       if (ev.kind == transport::LinkEventKind::kHandshakeFailedAuth) {
         return WireError{v1::UNAUTHENTICATED, "the job endpoint " + options.endpoint +
                                                   " refused this client's CURVE key (not in the head's client "
@@ -59,8 +70,11 @@ struct JobClient::Impl {
   }
 
   // The next envelope answering `request_id`, waiting at most `timeout_ms`;
-  // `cancelled` (optional) is asked every 100 ms and ends the wait with kCancelled.
-  Result<v1::Envelope> Receive(uint64_t request_id, int timeout_ms, const std::function<bool()>& cancelled = nullptr) {
+  // `cancelled` (optional) is asked every 100 ms and ends the wait with
+  // kCancelled. With `watch_link`, a link that dropped and came back ends the
+  // wait with kUnavailable (link_back set: the caller resumes its job).
+  Result<v1::Envelope> Receive(uint64_t request_id, int timeout_ms, const std::function<bool()>& cancelled = nullptr,
+                               bool watch_link = false) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     while (true) {
       const auto left =
@@ -70,7 +84,8 @@ struct JobClient::Impl {
       const bool watch = cancelled || connection->monitor();
       const int slice = watch ? static_cast<int>(std::min<int64_t>(left.count(), 100)) : static_cast<int>(left.count());
       Result<transport::Frames> frames = connection->Receive(slice);
-      TROUPE_RETURN_IF_ERROR(CheckRefused());
+      TROUPE_RETURN_IF_ERROR(CheckEvents());
+      if (watch_link && link_back) return Status::Unavailable("the link to " + options.endpoint + " is back");
       if (!frames.ok()) {
         if (transport::IsWouldBlock(frames.status())) continue;  // the deadline ends the loop
         return frames.status();
@@ -83,6 +98,36 @@ struct JobClient::Impl {
     }
     return Status::DeadlineExceeded("no answer from " + options.endpoint + " within " +
                                     std::to_string(timeout_ms / 1000.0).substr(0, 4) + " s (is the cluster running?)");
+  }
+
+  // After the link came back (a restarted head knows nothing of this
+  // client): an accepted job is attached again from its next token; a submit
+  // not answered yet is sent again when it names its job id (the head answers
+  // a job id it knows as an attach, so the job never runs twice), else the
+  // wait fails with UNAVAILABLE saying so.
+  Status Resume() {
+    link_back = link_lost = false;
+    if (++resumes > kMaxResumes) {
+      return WireError{v1::UNAVAILABLE, "the link to the head at " + options.endpoint + " was lost " +
+                                            std::to_string(kMaxResumes) + " times during one job"}
+          .ToStatus();
+    }
+    job_request = next_request++;
+    v1::Envelope env = NewEnvelope(job_request);
+    if (job_id != 0) {
+      v1::JobAttach* a = env.mutable_job_attach();
+      a->set_job_id(job_id);
+      a->set_stream(true);
+      a->set_from_index(next_index);
+    } else if (submitted.job_id() != 0) {
+      *env.mutable_job_submit() = submitted;
+    } else {
+      return WireError{v1::UNAVAILABLE, "the link to the head at " + options.endpoint +
+                                            " was lost before the job was accepted; it may have been (give the "
+                                            "job an id, --job-id, to make sending it again safe)"}
+          .ToStatus();
+    }
+    return Send(env);
   }
 
   // One request, one answer: `env` sent under a fresh request id; the
@@ -98,6 +143,9 @@ struct JobClient::Impl {
 };
 
 namespace {
+
+// How long a job whose head said it stops waits for the head to come back.
+constexpr int kHeadBackMs = 60000;
 
 std::string RandomClientId() {
   std::random_device rd;
@@ -128,7 +176,9 @@ Result<std::unique_ptr<JobClient>> JobClient::Connect(const JobClientOptions& op
     TROUPE_RETURN_IF_ERROR(security.allowlist.Add(impl->options.server_key));
   }
   transport::LinkOptions link;
-  link.monitor = security.curve;  // to tell a refused key from a silent head
+  // To tell a refused key from a silent head, and to follow a job again
+  // when the head restarts.
+  link.monitor = true;
   TROUPE_ASSIGN_OR_RETURN(impl->connection,
                           transport::Connection::Connect(impl->context, options.endpoint, RandomClientId(), security,
                                                          impl->options.server_key, link));
@@ -250,11 +300,19 @@ Result<uint64_t> JobClient::Submit(const v1::JobSubmit& job) {
   m.job_request = m.next_request++;
   m.job_id = 0;
   m.next_index = 0;
+  m.submitted = job;
+  m.resumes = 0;
+  m.link_lost = m.link_back = false;
   v1::Envelope env = NewEnvelope(m.job_request);
   *env.mutable_job_submit() = job;
   TROUPE_RETURN_IF_ERROR(m.Send(env));
   while (true) {
-    TROUPE_ASSIGN_OR_RETURN(v1::Envelope answer, m.Receive(m.job_request, m.options.first_reply_ms));
+    Result<v1::Envelope> got = m.Receive(m.job_request, m.options.first_reply_ms, nullptr, /*watch_link=*/true);
+    if (!got.ok() && m.link_back) {
+      TROUPE_RETURN_IF_ERROR(m.Resume());
+      continue;
+    }
+    TROUPE_ASSIGN_OR_RETURN(v1::Envelope answer, std::move(got));
     switch (answer.body_case()) {
       case v1::Envelope::kJobStatus:
         m.job_id = answer.job_status().job_id();
@@ -274,6 +332,9 @@ Result<uint64_t> JobClient::Follow(uint64_t job_id, uint32_t from_index) {
   m.job_request = m.next_request++;
   m.job_id = 0;
   m.next_index = from_index;
+  m.submitted.Clear();
+  m.resumes = 0;
+  m.link_lost = m.link_back = false;
   v1::Envelope env = NewEnvelope(m.job_request);
   v1::JobAttach* a = env.mutable_job_attach();
   a->set_job_id(job_id);
@@ -281,7 +342,14 @@ Result<uint64_t> JobClient::Follow(uint64_t job_id, uint32_t from_index) {
   a->set_from_index(from_index);
   TROUPE_RETURN_IF_ERROR(m.Send(env));
   while (true) {
-    TROUPE_ASSIGN_OR_RETURN(v1::Envelope answer, m.Receive(m.job_request, m.options.first_reply_ms));
+    Result<v1::Envelope> got = m.Receive(m.job_request, m.options.first_reply_ms, nullptr, /*watch_link=*/true);
+    if (!got.ok() && m.link_back) {
+      m.job_id = job_id;  // (Resume attaches it again)
+      TROUPE_RETURN_IF_ERROR(m.Resume());
+      m.job_id = 0;
+      continue;
+    }
+    TROUPE_ASSIGN_OR_RETURN(v1::Envelope answer, std::move(got));
     if (answer.has_job_status()) {
       m.job_id = answer.job_status().job_id();
       m.job_running = true;
@@ -294,8 +362,21 @@ Result<uint64_t> JobClient::Follow(uint64_t job_id, uint32_t from_index) {
 Result<JobClient::Event> JobClient::Next(const std::function<bool()>& cancelled) {
   Impl& m = *impl_;
   if (!m.job_running) return Status::Internal("no job is running on this client");
+  // A head that stops says UNAVAILABLE (retryable) to its watchers: the
+  // job waits in its journal, so wait (a while) for the head to come back.
+  std::optional<Status> stopped;
   while (true) {
-    Result<v1::Envelope> answer = m.Receive(m.job_request, m.options.idle_ms, cancelled);
+    const int wait_ms = stopped ? std::min(m.options.idle_ms, kHeadBackMs) : m.options.idle_ms;
+    Result<v1::Envelope> answer = m.Receive(m.job_request, wait_ms, cancelled, /*watch_link=*/true);
+    if (!answer.ok() && m.link_back) {
+      TROUPE_RETURN_IF_ERROR(m.Resume());
+      stopped.reset();
+      continue;
+    }
+    if (!answer.ok() && stopped && answer.status().code() == StatusCode::kDeadlineExceeded) {
+      m.job_running = false;
+      return *stopped;
+    }
     if (!answer.ok()) {
       if (answer.status().code() == StatusCode::kCancelled) {
         Cancel();
@@ -314,6 +395,7 @@ Result<JobClient::Event> JobClient::Next(const std::function<bool()>& cancelled)
         return ev;
       case v1::Envelope::kToken:
         // Tokens come in order, numbered from 0: a gap means the stream lost some.
+        if (answer->token().index() < m.next_index) break;  // had it already (a resumed stream)
         if (answer->token().index() != m.next_index) {
           return Status::Corrupt("token " + std::to_string(answer->token().index()) + " of job " +
                                  std::to_string(m.job_id) + " arrived where token " + std::to_string(m.next_index) +
@@ -332,7 +414,13 @@ Result<JobClient::Event> JobClient::Next(const std::function<bool()>& cancelled)
         ev.has_finish = true;
         ev.finish = std::move(*answer->mutable_finish());
         return ev;
-      case v1::Envelope::kError: m.job_running = false; return StatusFromError(answer->error());
+      case v1::Envelope::kError:
+        if (answer->error().code() == v1::UNAVAILABLE && answer->error().retryable() && m.job_id != 0) {
+          stopped = StatusFromError(answer->error());
+          break;
+        }
+        m.job_running = false;
+        return StatusFromError(answer->error());
       default: break;
     }
   }

@@ -8,6 +8,15 @@
 // come within `first_reply_ms`, and later messages of a running job no more
 // than `idle_ms` apart.
 //
+// A head that restarts (crashed, or stopped saying UNAVAILABLE retryable: the
+// job is in its journal) loses no job: the socket monitor sees the link drop
+// and come back, and the client follows its job again — an accepted job by
+// JobAttach from its next token (tokens it has already are skipped), a submit
+// not yet answered by sending it again when it names a job id (the head
+// answers a known id as an attach: the job never runs twice); without one it
+// fails UNAVAILABLE saying why. At most 8 times per job; after a retryable
+// UNAVAILABLE it waits 60 s at most for the head to come back.
+//
 // Failures: an Error from the head comes back as a Status (StatusFromError,
 // messages/wire_error.h) that carries the head's ErrorCode (WireCodeOf
 // reads it back) and whose message is the error's code name and text

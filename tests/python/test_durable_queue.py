@@ -2,8 +2,9 @@
 up`, real processes, the real model): jobs are journaled before they are
 accepted, a repeated job id never runs twice, a full queue answers BUSY, and a
 head killed with SIGKILL comes back (cluster up starts it again) and runs every
-accepted job again with exactly the tokens of an undisturbed run, which
-`troupe submit --attach` then replays from the first token.
+accepted job again with exactly the tokens of an undisturbed run, which each
+job's own `troupe submit` follows through the restart and `troupe submit
+--attach` then replays from the first token.
 """
 import concurrent.futures
 import json
@@ -131,9 +132,6 @@ def test_a_head_killed_mid_answer_runs_every_accepted_job_again_with_the_same_to
         assert "queued" in states, states  # (one that completed already must survive too)
         head_pid = c.info["nodes"][0]["pid"]
         os.kill(head_pid, signal.SIGKILL)
-        for p in clients:  # their head is gone: they end with an error (or the timeout)
-            p.kill()
-            p.wait()
         # cluster up starts the head again on the same endpoints.
         deadline = time.time() + 120
         while True:
@@ -143,6 +141,12 @@ def test_a_head_killed_mid_answer_runs_every_accepted_job_again_with_the_same_to
             assert time.time() < deadline, c.stderr()
             time.sleep(0.2)
         assert "starting it again" in c.stderr()
+        # Each client saw its link drop and come back, and followed its job on
+        # the new head (from the token it had got to): every answer whole.
+        for i, p in enumerate(clients):
+            out, err = p.communicate(timeout=300)
+            assert p.returncode == 0, f"job {8000 + i}: {err}"
+            assert tokens(json_lines(out)) == want[i], f"job {8000 + i}'s own client"
         for i in range(8):
             lines = attach(c, 8000 + i)
             assert tokens(lines) == want[i], f"job {8000 + i}"
@@ -214,9 +218,12 @@ def test_sigterm_on_the_head_finishes_running_jobs_refuses_new_ones_and_keeps_qu
             time.sleep(0.1)
         log = head_log.read_text(errors="replace")
         assert "closed: no running job left; leaving" in log, log[-3000:]
-        short_job.kill()
-        short_job.wait()
-        # The queued job waited in the journal: it runs on the new head with its tokens.
+        # The queued job waited in the journal: it runs on the new head with its
+        # tokens, and its client, told the head stops (UNAVAILABLE, retryable),
+        # follows it there by itself.
+        out, err = short_job.communicate(timeout=120)
+        assert short_job.returncode == 0, err
+        assert tokens(json_lines(out)) == want_short
         lines = attach(c, 9101)
         assert tokens(lines) == want_short
         assert head_counter(c, "jobs_recovered_total") == 1
