@@ -23,9 +23,11 @@ CURVE links), then:
 
 Reported (one JSON object, also to --out): counts per outcome and error
 kind, p50/p99 time to first token, aggregate tokens/s, and the node
-processes' summed RSS a fifth of the way into the load (after warm-up) and at
-its end; the script fails on growth past 5 % (only without chaos: restarted
-processes start afresh).
+processes' summed RSS after warm-up (a fifth of the load, and 1024 jobs: the
+head's console timelines fill up at 1024 sessions, the shards' parked caches
+at their budget) and at its end, with each node's RSS every minute between;
+the script fails on growth past 5 % (only without chaos: restarted processes
+start afresh).
 
 tests/python/test_load_chaos.py runs a short version in CI; the long one is
 this script (scripts/chaos.sh).
@@ -54,6 +56,7 @@ PROMPTS = ["Write a short poem about the sea.", "Name three fruits:", "Explain g
            "Why is the sky blue? ☀️", "Tell a story about a dragon 🐉.", "Translate 'good morning' into French:",
            "Ünïcödé tëst: say something nice.", "Give me three tips for staying healthy.", "What is a prime number?"]
 DOORS = ("cli", "sdk", "http")
+WARM_JOBS = 1024  # scheduling/timelines.h: Timelines::kSessionsKept
 
 
 def specs(n):
@@ -73,6 +76,11 @@ def rss_mb(pids):
         except (FileNotFoundError, ProcessLookupError):
             pass
     return total / 1024
+
+
+def rss_by_node(cluster):
+    """{node id: VmRSS MB} of the cluster's node processes now."""
+    return {n["id"]: round(rss_mb([cluster.pid(n["id"])]), 1) for n in cluster.nodes()}
 
 
 def alive(pid):
@@ -335,13 +343,25 @@ def run(minutes=10.0, jobs=256, concurrency=32, with_chaos=False, kill_every=30.
                 with lock:
                     results.append(entry)
 
-        # Warm-up ends a fifth of the way into the load: RSS is taken there.
+        # Warm-up ends a fifth of the way into the load, and not before
+        # WARM_JOBS jobs have ended: the head's largest bounded store, the
+        # console's timelines, fills up at 1024 sessions, and the shards' parked
+        # caches at their budget. RSS is taken there.
         rss_warm = None
+        rss_samples = []  # every minute: [minutes into the load, {node: MB}]
 
         def sample_warm():
             nonlocal rss_warm
-            if not stop_event.wait(minutes * 60 / 5):
-                rss_warm = rss_mb(cluster.pids())
+            t0 = time.monotonic()
+            if stop_event.wait(minutes * 60 / 5):
+                return
+            while len(results) < WARM_JOBS:
+                if stop_event.wait(1):
+                    return
+            rss_warm = rss_mb(cluster.pids())
+            rss_samples.append([round((time.monotonic() - t0) / 60, 1), rss_by_node(cluster)])
+            while not stop_event.wait(60):
+                rss_samples.append([round((time.monotonic() - t0) / 60, 1), rss_by_node(cluster)])
 
         warm_thread = threading.Thread(target=sample_warm, daemon=True)
         warm_thread.start()
@@ -369,7 +389,9 @@ def run(minutes=10.0, jobs=256, concurrency=32, with_chaos=False, kill_every=30.
             "tokens_per_s": tokens / load_seconds if load_seconds > 0 else 0,
             "rss_mb_after_warmup": round(rss_warm, 1), "rss_mb_end": round(rss_end, 1),
             "rss_growth": round(rss_end / rss_warm - 1, 4) if rss_warm else None,
-            "rss_note": "summed VmRSS of the node processes, a fifth of the way into the load and at its end",
+            "rss_note": "summed VmRSS of the node processes after warm-up (a fifth of the load and 1024 jobs) "
+                        "and at its end",
+            "rss_mb_by_node_each_minute": rss_samples,
             "events": events,
             "wrong": [r for r in results if r["outcome"] == "wrong"][:5],
             "lost": [r for r in results if r["outcome"] == "lost"][:5],
