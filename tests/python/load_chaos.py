@@ -94,14 +94,14 @@ def alive(pid):
 class Cluster:
     """`troupe cluster up` plus the shard processes this runner starts again."""
 
-    def __init__(self, shards=3, replicas=2, threads=1):
+    def __init__(self, shards=3, replicas=2, threads=1, extra=()):
         self.tmp = tempfile.TemporaryDirectory(prefix="troupe-chaos-")
         self.dir = pathlib.Path(self.tmp.name)
         self.log = open(self.dir / "cluster-up.log", "w+")
         self.proc = subprocess.Popen(
             [str(TROUPE), "cluster", "up", "--shards", str(shards), "--replicas", str(replicas), "--dir",
              str(self.dir), "--base-port", "0", "--threads", str(threads), "--model", str(MODEL),
-             "--cache-budget-mb", "64"],
+             "--cache-budget-mb", "64", *extra],
             stdout=subprocess.PIPE, stderr=self.log, text=True)
         self.restarted = {}  # node id -> Popen of a shard this runner started again
         self.lock = threading.Lock()
@@ -300,8 +300,8 @@ def percentile(values, q):
 
 
 def run(minutes=10.0, jobs=256, concurrency=32, with_chaos=False, kill_every=30.0, stop_for=15.0, timeout=300.0,
-        distinct=48, log=print):
-    cluster = Cluster()
+        distinct=48, log=print, cluster_args=()):
+    cluster = Cluster(extra=cluster_args)
     doors = None
     try:
         doors = Doors(cluster, timeout)
@@ -413,10 +413,12 @@ def main():
     ap.add_argument("--kill-every", type=float, default=30)
     ap.add_argument("--stop-for", type=float, default=15)
     ap.add_argument("--timeout", type=float, default=300)
+    ap.add_argument("--cluster-arg", action="append", default=[],
+                    help="an extra `troupe cluster up` argument (repeatable), e.g. --cluster-arg=--job-retention=5")
     ap.add_argument("--out")
     a = ap.parse_args()
     report = run(a.minutes, a.jobs, a.concurrency, a.chaos, a.kill_every, a.stop_for, a.timeout,
-                 log=lambda s: print(s, file=sys.stderr))
+                 log=lambda s: print(s, file=sys.stderr), cluster_args=a.cluster_arg)
     text = json.dumps(report, indent=2, ensure_ascii=False)
     print(text)
     if a.out:
