@@ -245,14 +245,21 @@ class SchedulerActor : public StageActor {
     Execute(jobs_.Submit(job_id, kBook, request_id, std::move(job), Clock::now()));
   }
 
-  // Whether the head has just started and knows no route yet: new jobs are
-  // held (held_) rather than refused NO_ROUTE while its shards announce.
-  bool StartingUp(Clock::time_point now) const { return now - started_ < kStartupWait && !jobs_.CanRoute(now); }
+  // Whether the head has just started and has known no route yet: new jobs
+  // are held (held_) rather than refused NO_ROUTE while its shards announce.
+  // Once it has had a route, a missing one is news (a drain, a node lost)
+  // and new jobs hear it at once.
+  bool StartingUp(Clock::time_point now) {
+    if (routed_ || now - started_ >= kStartupWait) return false;
+    routed_ = jobs_.CanRoute(now);
+    return !routed_;
+  }
 
   // The held submits, once a route exists or kStartupWait has passed (then
   // they meet the usual checks: NO_ROUTE names what is missing).
   void SubmitHeld(Clock::time_point now) {
-    if (held_.empty() || StartingUp(now)) return;
+    const bool starting = StartingUp(now);  // every tick: notes the first route
+    if (held_.empty() || starting) return;
     std::deque<HeldSubmit> held;
     held.swap(held_);
     for (HeldSubmit& h : held) Submit(h.client, h.request_id, h.submit);
@@ -788,6 +795,7 @@ class SchedulerActor : public StageActor {
     v1::JobSubmit submit;
   };
   std::deque<HeldSubmit> held_;  // new jobs that came while StartingUp
+  bool routed_ = false;          // a route has existed since the head started
   Clock::time_point started_;
   Clock::time_point expired_;  // the last Expire
   sched::MetricsQueries queries_;

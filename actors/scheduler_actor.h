@@ -18,10 +18,11 @@
 //                                  answer JobStatus RUNNING, send SessionOpen
 //                                  (max_length = min(context, prompt +
 //                                  max_tokens)) to every shard on the route
-//                                  In the head's first 5 s a job that finds
-//                                  no route waits (ticks) for the shards to
-//                                  announce instead of NO_ROUTE: a restarted
-//                                  head knows none at first
+//                                  In the head's first 5 s, until it has had
+//                                  a route, a job that finds none waits
+//                                  (ticks) for the shards to announce instead
+//                                  of NO_ROUTE: a restarted head knows none
+//                                  at first
 //   WireMessage{session_opened}    a shard reserved its cache; when all have,
 //                                  start the Sampler's session and send the
 //                                  prompt to the Embedding (the prefill) — or,

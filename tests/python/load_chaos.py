@@ -387,7 +387,7 @@ def run(minutes=10.0, jobs=256, concurrency=32, with_chaos=False, kill_every=30.
             "chaos": with_chaos, "outcomes": outcomes, "errors_by_door_and_kind": kinds,
             "ttft_p50_s": percentile(ttfts, 0.5), "ttft_p99_s": percentile(ttfts, 0.99),
             "tokens_per_s": tokens / load_seconds if load_seconds > 0 else 0,
-            "rss_mb_after_warmup": round(rss_warm, 1), "rss_mb_end": round(rss_end, 1),
+            "rss_mb_after_warmup": round(rss_warm, 1) if rss_warm else None, "rss_mb_end": round(rss_end, 1),
             "rss_growth": round(rss_end / rss_warm - 1, 4) if rss_warm else None,
             "rss_note": "summed VmRSS of the node processes after warm-up (a fifth of the load and 1024 jobs) "
                         "and at its end",
