@@ -18,6 +18,7 @@
 #include "scheduling/job_lifecycle.h"
 #include "scheduling/metric_history.h"
 #include "scheduling/metrics_query.h"
+#include "scheduling/startup_hold.h"
 
 namespace troupe::actors {
 namespace {
@@ -30,8 +31,7 @@ constexpr auto kExpireEvery = std::chrono::seconds(10);
 constexpr auto kPingEvery = std::chrono::seconds(2);
 // How long jobs recovered after a restart wait for a route before they run anyway.
 constexpr auto kRecoveryWait = std::chrono::seconds(30);
-// How long a new job that finds no route waits, after the head starts, for
-// the shards to announce themselves (a restarted head knows none at first).
+// How long new jobs wait for a restarted head's first route (sched::StartupHold).
 constexpr auto kStartupWait = std::chrono::seconds(5);
 const Origin kBook{kJobBookLink, ""};
 
@@ -72,6 +72,7 @@ class SchedulerActor : public StageActor {
         jobs_(LifecycleConfigOf(*ctx), sched::Registry()),
         book_(std::move(book)),
         recovered_(std::make_move_iterator(recovered.begin()), std::make_move_iterator(recovered.end())),
+        hold_(Clock::now(), kStartupWait),
         started_(Clock::now()),
         expired_(Clock::now()) {}
 
@@ -190,9 +191,8 @@ class SchedulerActor : public StageActor {
   // cycle's JobStatus reaches it) and run. Refusals before the journal leave
   // no trace: the client may retry with the same id.
   void Submit(const Origin& client, uint64_t request_id, const v1::JobSubmit& submit) {
-    if (StartingUp(Clock::now()) && !jobs_.closing()) {
-      held_.push_back(HeldSubmit{client, request_id, submit});
-      return;
+    if (const auto now = Clock::now(); !jobs_.closing() && hold_.Holding(now, jobs_.CanRoute(now))) {
+      return hold_.Hold(sched::HeldSubmit{client, request_id, submit});
     }
     const auto refuse = [&](v1::ErrorCode code, const std::string& text, uint64_t job_id) {
       Execute(sched::Reply{client, ErrorEnvelope(code, text, ctx_->node_id, 0, request_id, job_id)});
@@ -245,24 +245,9 @@ class SchedulerActor : public StageActor {
     Execute(jobs_.Submit(job_id, kBook, request_id, std::move(job), Clock::now()));
   }
 
-  // Whether the head has just started and has known no route yet: new jobs
-  // are held (held_) rather than refused NO_ROUTE while its shards announce.
-  // Once it has had a route, a missing one is news (a drain, a node lost)
-  // and new jobs hear it at once.
-  bool StartingUp(Clock::time_point now) {
-    if (routed_ || now - started_ >= kStartupWait) return false;
-    routed_ = jobs_.CanRoute(now);
-    return !routed_;
-  }
-
-  // The held submits, once a route exists or kStartupWait has passed (then
-  // they meet the usual checks: NO_ROUTE names what is missing).
+  // New jobs held by hold_, once the head has a route (or kStartupWait passed).
   void SubmitHeld(Clock::time_point now) {
-    const bool starting = StartingUp(now);  // every tick: notes the first route
-    if (held_.empty() || starting) return;
-    std::deque<HeldSubmit> held;
-    held.swap(held_);
-    for (HeldSubmit& h : held) Submit(h.client, h.request_id, h.submit);
+    for (sched::HeldSubmit& h : hold_.Release(now, jobs_.CanRoute(now))) Submit(h.client, h.request_id, h.submit);
   }
 
   // Jobs the journal gave back after a restart run once a route exists (or
@@ -789,13 +774,7 @@ class SchedulerActor : public StageActor {
   sched::JobLifecycle jobs_;
   std::unique_ptr<sched::JobBook> book_;
   std::deque<sched::JournaledJob> recovered_;  // from the journal, yet to run
-  struct HeldSubmit {
-    Origin client;
-    uint64_t request_id = 0;
-    v1::JobSubmit submit;
-  };
-  std::deque<HeldSubmit> held_;  // new jobs that came while StartingUp
-  bool routed_ = false;          // a route has existed since the head started
+  sched::StartupHold hold_;                    // new jobs before the first route
   Clock::time_point started_;
   Clock::time_point expired_;  // the last Expire
   sched::MetricsQueries queries_;
