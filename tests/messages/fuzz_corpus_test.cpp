@@ -13,22 +13,12 @@
 #include "messages/message_codec.h"
 #include "messages/tensor_frame.h"
 #include "tests/fuzz/fuzz_input.h"
+#include "tests/fuzz/seed_files.h"
 
 namespace troupe {
 namespace {
 
-namespace fs = std::filesystem;
-
-const fs::path kCorpus = fs::path(TROUPE_SOURCE_DIR) / "tests/fuzz/corpus";
-
-std::vector<std::pair<std::string, std::string>> Seeds(const std::string& target) {
-  std::vector<std::pair<std::string, std::string>> seeds;
-  for (const auto& entry : fs::directory_iterator(kCorpus / target)) {
-    std::ifstream file(entry.path(), std::ios::binary);
-    seeds.emplace_back(entry.path().filename().string(), std::string(std::istreambuf_iterator<char>(file), {}));
-  }
-  return seeds;
-}
+using fuzz_seeds::Seeds;
 
 TEST(FuzzCorpusTest, EnvelopeSeeds) {
   int valid = 0;
