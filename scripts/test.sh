@@ -16,14 +16,24 @@
 #   scripts/test.sh -L unit         # extra arguments go to ctest (and skip 3 to 5)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh --with-test-deps
+# Each phase's wall time goes to stderr at the end (CI's budget is 45 minutes).
+times=()
+phase() {
+  local name=$1 start=$SECONDS
+  shift
+  "$@" || status=1
+  times+=("$name $((SECONDS - start)) s")
+}
 status=0
-(cd build && ctest --output-on-failure -j"$(nproc)" "$@") || status=1
+phase setup scripts/setup.sh --with-test-deps
+[ $status -eq 0 ] || exit 1
+phase ctest bash -c 'cd build && ctest --output-on-failure -j"$(nproc)" "$@"' ctest "$@"
 if [ $# -eq 0 ]; then
-  scripts/asan.sh || status=1
-  FUZZ_SECONDS=${FUZZ_SECONDS:-20} scripts/fuzz.sh || status=1
-  scripts/lint.sh || status=1
+  phase asan scripts/asan.sh
+  phase fuzz env FUZZ_SECONDS="${FUZZ_SECONDS:-20}" scripts/fuzz.sh
+  phase lint scripts/lint.sh
 fi
+echo "scripts/test.sh: $(IFS=,; echo "${times[*]}" | sed 's/,/, /g'); $SECONDS s in all" >&2
 if [ $status -ne 0 ]; then
   echo "scripts/test.sh: some tests failed" >&2
 fi
