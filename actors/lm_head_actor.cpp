@@ -8,9 +8,16 @@
 
 #include "actors/stage_actor.h"
 #include "pipeline/quant/thread_pool.h"
+#include "scheduling/spot_checks.h"
 
 namespace troupe::actors {
 namespace {
+
+// The digest of the last row of hidden states [rows, hidden] f32.
+uint64_t LastRowDigest(const at::Tensor& t) {
+  const at::Tensor row = t.select(0, t.size(0) - 1).contiguous();
+  return scheduling::HiddenDigest(row.data_ptr<float>(), row.numel());
+}
 
 class LmHeadActor : public StageActor {
  public:
@@ -41,11 +48,28 @@ class LmHeadActor : public StageActor {
                            "the LM head needs hidden states [rows, " + std::to_string(hidden) + "] f32", m.from,
                            m.request_id);
     }
+    if (m.step.shadow_of() != 0) return OnShadowStep(m);
     pending_.push_back(std::move(m));
     if (!flush_scheduled_) {
       flush_scheduled_ = true;
       send(this, flush_atom::value);
     }
+  }
+
+  // A spot check's shadow: only the digest of its last row goes on.
+  void OnShadowStep(StepMessage& m) {
+    const int64_t n = m.tensor.size(0);
+    v1::Step next = std::move(m.step);
+    next.set_hidden_digest(LastRowDigest(m.tensor));
+    next.set_first_position(next.first_position() + static_cast<uint32_t>(n - 1));
+    next.set_token_count(1);
+    next.clear_hop();
+    next.clear_tensor();
+    next.clear_times();
+    const uint64_t id = next.session_id();
+    Status st = sender_.ForwardStep(std::move(next), at::Tensor());
+    if (!st.ok()) ReportFailure(id, v1::UNAVAILABLE, "LM head cannot forward: " + st.ToString(), m.from);
+    ScheduleRetry();
   }
 
   void RunBatch() {
@@ -101,6 +125,7 @@ class LmHeadActor : public StageActor {
       const int64_t n = m.tensor.size(0);
       const int64_t k = logit_rows(m);
       v1::Step next = std::move(m.step);
+      next.set_hidden_digest(LastRowDigest(m.tensor));
       if (next.parent_rows_size() == 0 && !next.all_logits()) {
         next.set_first_position(next.first_position() + static_cast<uint32_t>(n - 1));
         next.set_token_count(1);

@@ -8,6 +8,10 @@
 //                 sampler)
 //   retry_atom    resend what backpressure held back
 //
+// Every step it hands on carries Step.hidden_digest: the digest of the last
+// row it received (scheduling::HiddenDigest). A spot check's shadow step
+// (Step.shadow_of) gets only that: no logits, no batch, no tensor.
+//
 // Batching as in the shard: a flush sent to self lands behind the steps that
 // arrived meanwhile. Failures go to the scheduler as SessionFailed.
 #pragma once

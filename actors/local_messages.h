@@ -3,7 +3,9 @@
 //
 //   bridge ──WireMessage / StepMessage──▶ any actor      (decoded, validated)
 //   Scheduler ──SessionStart / SessionDrop / SessionMove / SessionResume──▶ Sampler
+//   Scheduler ──ShadowStart / ShadowStop──▶ Sampler (spot checks)
 //   Sampler ──SessionDone──▶ Scheduler
+//   Sampler ──ShadowEnd──▶ Scheduler (spot checks)
 //   Sampler ──JobOutput──▶ Scheduler (what it sends a job's client goes to the job book)
 //   any stage ──SessionFailed──▶ Scheduler
 //   bridge ──PeerGone / NodeDown / NodeTrouble──▶ Scheduler
@@ -26,6 +28,7 @@
 #include "messages/troupe.pb.h"
 #include "pipeline/sampling/sampling_params.h"
 #include "scheduling/actions.h"
+#include "scheduling/spot_checks.h"
 
 namespace troupe::actors {
 
@@ -35,6 +38,10 @@ using scheduling::SessionDrop;
 using scheduling::SessionMove;
 using scheduling::SessionResume;
 using scheduling::SessionStart;
+using scheduling::ShadowStart;
+using scheduling::ShadowStop;
+// Sampler -> Scheduler: done with a spot check's shadow (scheduling/spot_checks.h).
+using scheduling::ShadowEnd;
 
 using Clock = std::chrono::steady_clock;
 
@@ -122,3 +129,6 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::JobOutput)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::PeerGone)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::NodeDown)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::NodeTrouble)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::scheduling::ShadowStart)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::scheduling::ShadowStop)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::scheduling::ShadowEnd)

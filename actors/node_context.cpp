@@ -68,6 +68,7 @@ v1::MetricsSnapshot NodeMetrics(const NodeContext& ctx) {
   if (ctx.config.head) {
     g["jobs_live"] = static_cast<double>(c.jobs_live.load());
     g["queue_depth"] = static_cast<double>(c.queue_depth.load());
+    g["nodes_quarantined"] = static_cast<double>(c.nodes_quarantined.load());
   }
   auto& n = *m.mutable_counters();
   n["steps_total"] = c.steps_total.load();
@@ -90,6 +91,9 @@ v1::MetricsSnapshot NodeMetrics(const NodeContext& ctx) {
     n["tokens_generated_total"] = c.tokens_generated_total.load();
     n["reroutes_total"] = c.reroutes_total.load();
     n["drains_total"] = c.drains_total.load();
+    n["spot_checks_total"] = c.spot_checks_total.load();
+    n["spot_check_mismatches_total"] = c.spot_check_mismatches_total.load();
+    n["spot_check_positions_total"] = c.spot_check_positions_total.load();
     n["jobs_recovered_total"] = c.jobs_recovered_total.load();
     n["jobs_repeated_total"] = c.jobs_repeated_total.load();
     n["jobs_attached_total"] = c.jobs_attached_total.load();

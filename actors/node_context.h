@@ -62,16 +62,20 @@ struct NodeCounters {
   std::atomic<uint64_t> prompt_tokens_reused_total{0};     // head: prompt tokens a cache held already
   std::atomic<uint64_t> send_errors_total{0};
   std::atomic<uint64_t> beam_reorders_total{0};
-  std::atomic<uint64_t> jobs_accepted_total{0};   // head: jobs journaled (a repeated job id not counted)
-  std::atomic<uint64_t> jobs_recovered_total{0};  // head: unfinished jobs run again after a restart
-  std::atomic<uint64_t> jobs_repeated_total{0};   // head: submits of a job id the head knew (answered as attach)
-  std::atomic<uint64_t> jobs_attached_total{0};   // head: JobAttach requests answered
-  std::atomic<uint64_t> journal_errors_total{0};  // head: job journal writes or reads that failed
-  std::atomic<uint64_t> reroutes_total{0};        // head: jobs moved to another route
-  std::atomic<uint64_t> drains_total{0};          // head: nodes drained
-  std::atomic<uint64_t> queue_depth{0};           // head: jobs waiting for cache or a route now
-  std::atomic<uint64_t> jobs_live{0};             // head: accepted jobs not ended
-  std::atomic<uint64_t> jobs_active{0};           // head: jobs opening, running or rerouting (not queued)
+  std::atomic<uint64_t> jobs_accepted_total{0};          // head: jobs journaled (a repeated job id not counted)
+  std::atomic<uint64_t> jobs_recovered_total{0};         // head: unfinished jobs run again after a restart
+  std::atomic<uint64_t> jobs_repeated_total{0};          // head: submits of a job id the head knew (answered as attach)
+  std::atomic<uint64_t> jobs_attached_total{0};          // head: JobAttach requests answered
+  std::atomic<uint64_t> journal_errors_total{0};         // head: job journal writes or reads that failed
+  std::atomic<uint64_t> reroutes_total{0};               // head: jobs moved to another route
+  std::atomic<uint64_t> drains_total{0};                 // head: nodes drained
+  std::atomic<uint64_t> spot_checks_total{0};            // head: shadows compared (scheduling/spot_checks.h)
+  std::atomic<uint64_t> spot_check_mismatches_total{0};  // head: of them, those whose digests differed
+  std::atomic<uint64_t> spot_check_positions_total{0};   // head: positions whose digests were compared
+  std::atomic<uint64_t> nodes_quarantined{0};            // head: nodes its spot checks quarantined
+  std::atomic<uint64_t> queue_depth{0};                  // head: jobs waiting for cache or a route now
+  std::atomic<uint64_t> jobs_live{0};                    // head: accepted jobs not ended
+  std::atomic<uint64_t> jobs_active{0};                  // head: jobs opening, running or rerouting (not queued)
   // Time in model code (forward, sampling); exported as compute_microseconds_total.
   std::atomic<uint64_t> compute_ns{0};
 };

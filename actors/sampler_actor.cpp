@@ -42,6 +42,13 @@ struct SamplerSession {
   std::unique_ptr<PromptScorer> prompt_scorer;
   bool prompt_sent = false;
   Clock::time_point opened = Clock::now();  // when the sampler heard of it (the prefill's round starts about then)
+  // A spot check's shadow of this session (scheduling/spot_checks.h), while it runs.
+  struct ShadowRun {
+    uint64_t id = 0;
+    std::vector<v1::RouteHop> route;
+    scheduling::DigestMatch match;
+  };
+  std::optional<ShadowRun> shadow;
 };
 
 class SamplerActor : public StageActor {
@@ -56,7 +63,12 @@ class SamplerActor : public StageActor {
         [this](SessionStart& s) { OnStart(s); },
         [this](const SessionDrop& d) {
           EndTimeline(d.session_id);
+          EndShadow(d.session_id, std::nullopt);
           sessions_.erase(d.session_id);
+        },
+        [this](ShadowStart& s) { OnShadowStart(s); },
+        [this](const ShadowStop& s) {
+          if (auto it = sessions_.find(s.session_id); it != sessions_.end()) it->second.shadow.reset();
         },
         [this](SessionMove& m) { OnMove(m); },
         [this](const SessionResume& r) { OnResume(r.session_id); },
@@ -113,6 +125,7 @@ class SamplerActor : public StageActor {
   void OnMove(SessionMove& m) {
     auto it = sessions_.find(m.old_id);
     if (it == sessions_.end()) return;
+    EndShadow(m.old_id, std::nullopt);  // its shadow ran beside the old route
     SamplerSession s = std::move(it->second);
     EndTimeline(m.old_id);
     sessions_.erase(it);
@@ -149,10 +162,17 @@ class SamplerActor : public StageActor {
   }
 
   void OnLogits(StepMessage& m) {
+    if (m.step.shadow_of() != 0) return OnShadowDigest(m);
     const uint64_t id = m.step.session_id();
     auto it = sessions_.find(id);
     if (it == sessions_.end()) return;  // dropped meanwhile (cancelled or failed)
     SamplerSession& s = it->second;
+    if (s.shadow && m.step.has_hidden_digest()) {
+      const int64_t at = m.step.first_position();
+      if (std::optional<bool> same = s.shadow->match.Checked(at, m.step.hidden_digest()); same && !*same) {
+        EndShadow(id, at);
+      }
+    }
     if (s.beams) return OnBeamLogits(it, m);
     if (m.step.all_logits() && !ScorePrompt(s, m)) return;  // a chunk of the prompt's rows, or a failure
     const at::Tensor& logits = m.tensor;
@@ -198,6 +218,16 @@ class SamplerActor : public StageActor {
       for (const v1::RouteHop& hop : s.start.route) *next.add_rest_of_route() = hop;
       Status st = sender_.ForwardStep(std::move(next), at::Tensor());
       if (!st.ok()) return Fail(id, v1::UNAVAILABLE, "sampler cannot forward: " + st.ToString());
+      if (s.shadow) {  // the same step for the spot check's shadow
+        v1::Step copy;
+        copy.set_session_id(s.shadow->id);
+        copy.set_shadow_of(id);
+        copy.set_first_position(static_cast<uint32_t>(next_position));
+        copy.set_token_count(1);
+        copy.add_token_ids(ev.id);
+        for (const v1::RouteHop& hop : s.shadow->route) *copy.add_rest_of_route() = hop;
+        if (!sender_.ForwardStep(std::move(copy), at::Tensor()).ok()) EndShadow(id, std::nullopt);
+      }
     }
     if (s.start.stream) {
       v1::Envelope env = NewEnvelope(s.start.request_id);
@@ -331,7 +361,57 @@ class SamplerActor : public StageActor {
     Sent(sender_.Reply(s.start.client, std::move(env)));
     send(ctx_->scheduler, SessionDone{it->first, s.generation.tokens()});
     EndTimeline(it->first);
+    EndShadow(it->first, std::nullopt);
     sessions_.erase(it);
+  }
+
+  // ------------------------------------------------------------ spot checks
+
+  // Every shard of the shadow is open: the session's tokens so far go into
+  // it as one prefill (as in a replay), whose last position is the one the
+  // session's next logits are for; from then on it gets every step.
+  void OnShadowStart(ShadowStart& a) {
+    auto it = sessions_.find(a.session_id);
+    if (it == sessions_.end() || it->second.beams || it->second.shadow) {
+      return send(ctx_->scheduler, ShadowEnd{a.session_id, a.shadow_id, 0, std::nullopt});
+    }
+    SamplerSession& s = it->second;
+    const std::vector<int32_t>& tokens = s.generation.tokens();
+    v1::Step step;
+    step.set_session_id(a.shadow_id);
+    step.set_shadow_of(a.session_id);
+    step.set_first_position(0);
+    step.set_token_count(static_cast<uint32_t>(tokens.size()));
+    for (int32_t t : tokens) step.add_token_ids(t);
+    for (const v1::RouteHop& hop : a.route) *step.add_rest_of_route() = hop;
+    s.shadow = SamplerSession::ShadowRun{a.shadow_id, std::move(a.route),
+                                         scheduling::DigestMatch(static_cast<int64_t>(tokens.size()) - 1)};
+    if (!sender_.ForwardStep(std::move(step), at::Tensor()).ok()) return EndShadow(a.session_id, std::nullopt);
+    ScheduleRetry();
+  }
+
+  // The LM head's digest of a shadow's step, to compare with the session's.
+  void OnShadowDigest(const StepMessage& m) {
+    const uint64_t id = m.step.shadow_of();
+    auto it = sessions_.find(id);
+    if (it == sessions_.end() || !it->second.shadow || it->second.shadow->id != m.step.session_id() ||
+        !m.step.has_hidden_digest()) {
+      return;  // ended meanwhile
+    }
+    const int64_t at = m.step.first_position();
+    if (std::optional<bool> same = it->second.shadow->match.Shadow(at, m.step.hidden_digest()); same && !*same) {
+      EndShadow(id, at);
+    }
+  }
+
+  // Tells the scheduler how session `id`'s shadow ended (`mismatch`: the
+  // first position whose digests differed) and sends it nothing more.
+  void EndShadow(uint64_t id, std::optional<int64_t> mismatch) {
+    auto it = sessions_.find(id);
+    if (it == sessions_.end() || !it->second.shadow) return;
+    const SamplerSession::ShadowRun& r = *it->second.shadow;
+    send(ctx_->scheduler, ShadowEnd{id, r.id, r.match.compared(), mismatch});
+    it->second.shadow.reset();
   }
 
   // ------------------------------------------------------------ beam search
@@ -405,6 +485,7 @@ class SamplerActor : public StageActor {
 
   void Fail(uint64_t id, v1::ErrorCode code, const std::string& text) {
     EndTimeline(id);
+    EndShadow(id, std::nullopt);
     sessions_.erase(id);
     ReportFailure(id, code, text, Origin{});
   }

@@ -19,6 +19,14 @@
 //   SessionResume  replay over a new route: the tokens so far as one
 //                  prefill; for beams the prompt, then one step per position
 //                  carrying every row's token (each row's whole history)
+//   ShadowStart    a spot check (scheduling/spot_checks.h): replay the
+//                  session's tokens so far into its shadow over the shadow's
+//                  route, then send the shadow a copy of every step
+//                  (Step.shadow_of); the LM head's digests of both
+//                  (Step.hidden_digest) are compared by position. The first
+//                  mismatch, or the session's end (finished, failed, moved,
+//                  dropped), sends ShadowEnd to the scheduler and ends it
+//   ShadowStop     the shadow failed: send it nothing more
 //   tick_atom      fail sessions without progress for step_timeout_seconds
 //   retry_atom     resend what backpressure held back
 //

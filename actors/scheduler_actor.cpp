@@ -18,6 +18,7 @@
 #include "scheduling/job_lifecycle.h"
 #include "scheduling/metric_history.h"
 #include "scheduling/metrics_query.h"
+#include "scheduling/spot_checks.h"
 #include "scheduling/startup_hold.h"
 
 namespace troupe::actors {
@@ -73,6 +74,7 @@ class SchedulerActor : public StageActor {
         book_(std::move(book)),
         recovered_(std::make_move_iterator(recovered.begin()), std::make_move_iterator(recovered.end())),
         hold_(Clock::now(), kStartupWait),
+        spot_(ctx->config.spot_check_fraction, RandomSeed()),
         started_(Clock::now()),
         expired_(Clock::now()) {}
 
@@ -84,7 +86,11 @@ class SchedulerActor : public StageActor {
     return {
         [this](WireMessage& m) { OnWire(m); },
         [this](SessionDone& d) { Execute(jobs_.Done(d.session_id, std::move(d.tokens), Clock::now())); },
-        [this](SessionFailed& f) { Execute(jobs_.Failed(f.session_id, f.error, Clock::now())); },
+        [this](SessionFailed& f) {
+          if (spot_.Has(f.session_id)) return Execute(spot_.Failed(f.session_id, f.error.text()));
+          Execute(jobs_.Failed(f.session_id, f.error, Clock::now()));
+        },
+        [this](const ShadowEnd& e) { ShadowEnded(e); },
         [this](JobOutput& o) {
           LogJobEnd(o.envelope);
           Execute(book_->Output(std::move(o.envelope), UnixNow()));
@@ -149,10 +155,19 @@ class SchedulerActor : public StageActor {
         return Execute(jobs_.CloseKept(from, env.request_id(), env.kept_session_close().name(), now));
       case v1::Envelope::kKeptSessionQuery: return Execute(jobs_.ListKept(from, env.request_id(), now));
       case v1::Envelope::kSessionOpened:
+        if (spot_.Has(env.session_opened().session_id())) {
+          return Execute(spot_.Opened(env.session_opened().session_id(), env.session_opened().node_id()));
+        }
         return Execute(jobs_.Opened(env.session_opened().session_id(), env.session_opened().node_id(),
                                     env.session_opened().copied(), now));
       case v1::Envelope::kError:
-        if (env.error().has_session_id()) Execute(jobs_.Failed(env.error().session_id(), env.error(), now));
+        if (!env.error().has_session_id()) return;
+        if (spot_.Has(env.error().session_id())) {
+          return Execute(spot_.Failed(env.error().session_id(), "'" + env.error().node_id() + "' answered " +
+                                                                    v1::ErrorCode_Name(env.error().code()) + ": " +
+                                                                    env.error().text()));
+        }
+        Execute(jobs_.Failed(env.error().session_id(), env.error(), now));
         return;
       case v1::Envelope::kRegistryAnnounce: return Announced(m.from, env.registry_announce());
       case v1::Envelope::kCoverageQuery: return CoverageAsked(m.from, env.request_id(), env.coverage_query());
@@ -562,6 +577,7 @@ class SchedulerActor : public StageActor {
         queries_.Note(q, e.node_id, s == v1::STAGE_EMBEDDING ? "runs_embedding" : "runs_lm_head", 1);
       if (e.rtt_ms >= 0) queries_.Note(q, e.node_id, "rtt_ms", e.rtt_ms);
       if (e.step_ms >= 0) queries_.Note(q, e.node_id, "step_ms", e.step_ms);
+      if (!e.quarantine.empty()) queries_.Note(q, e.node_id, "quarantined", 1);  // spot checks found it wrong
       v1::Envelope env = NewEnvelope(q);
       env.mutable_metrics_query();
       if (sender_.ToNode(e.node_id, e.endpoint, std::move(env)).ok()) queries_.Expect(q, e.node_id);
@@ -690,6 +706,7 @@ class SchedulerActor : public StageActor {
       }
     }
     Execute(jobs_.Tick(now));
+    Execute(spot_.Tick(now));
     for (sched::Reply& reply : queries_.Tick(now)) Execute(std::move(reply));
   }
 
@@ -711,6 +728,9 @@ class SchedulerActor : public StageActor {
     ctx_->counters.prompt_tokens_reused_total = jobs_.prefill_counts().reused;
     ctx_->counters.jobs_live = book_->live();
     ctx_->counters.jobs_active = jobs_.Active();
+    ctx_->counters.spot_checks_total = spot_.checks_total();
+    ctx_->counters.spot_check_mismatches_total = spot_.mismatches_total();
+    ctx_->counters.spot_check_positions_total = spot_.positions_total();
   }
   void Execute(sched::Reply reply) { Do(reply); }
 
@@ -726,17 +746,47 @@ class SchedulerActor : public StageActor {
 
   void Do(sched::ToNode& a) {
     const bool open = a.envelope.has_session_open();
-    if (open && !jobs_.Has(a.session_id)) return;  // its job failed earlier in this list
+    const bool shadow = spot_.Has(a.session_id);
+    if (open && !shadow && !jobs_.Has(a.session_id)) return;  // its job failed earlier in this list
     Status st = sender_.ToNode(a.node_id, a.endpoint, std::move(a.envelope));
     if (!open) return Sent(st);
     ScheduleRetry();
     if (!st.ok()) {
-      Execute(jobs_.SendFailed(a.session_id, v1::UNAVAILABLE,
-                               "cannot reach shard '" + a.node_id + "': " + st.ToString(), Clock::now()));
+      const std::string text = "cannot reach shard '" + a.node_id + "': " + st.ToString();
+      if (shadow) return Execute(spot_.Failed(a.session_id, text));
+      Execute(jobs_.SendFailed(a.session_id, v1::UNAVAILABLE, text, Clock::now()));
     }
   }
 
-  void Do(sched::SessionStart& a) { send(ctx_->sampler, std::move(a)); }
+  // A session starts; a spot check's share of them get a shadow
+  // (scheduling/spot_checks.h) once the sampler has it. Beam search and
+  // prompt scoring send more than the last row to the LM head: not checked.
+  void Do(sched::SessionStart& a) {
+    std::optional<sched::ShadowPlan> plan;
+    if (spot_.fraction() > 0 && !a.params.beam_search() && a.params.prompt_logprobs < 0) {
+      plan = spot_.Plan(a.session_id, a.route, a.max_length, jobs_.registry().Usable(Clock::now()));
+    }
+    send(ctx_->sampler, std::move(a));
+    if (plan) {
+      plan->shadow_id = jobs_.NewSessionId();
+      Execute(spot_.Open(std::move(*plan), ctx_->fingerprint, Clock::now()));
+    }
+  }
+  void Do(sched::ShadowStart& a) { send(ctx_->sampler, std::move(a)); }
+  void Do(sched::ShadowStop& a) { send(ctx_->sampler, a); }
+
+  // The sampler is done with a shadow: its verdict, and the nodes it
+  // quarantines — they take no new session, and their jobs go on over
+  // other routes.
+  void ShadowEnded(const ShadowEnd& e) {
+    std::vector<sched::Quarantine> found;
+    Execute(spot_.Ended(e, &found));
+    for (const sched::Quarantine& q : found) {
+      jobs_.registry().SetQuarantined(q.node_id, q.why);
+      ctx_->counters.nodes_quarantined++;
+      Execute(jobs_.NodeTroubled(q.node_id, "is quarantined: " + q.why, Clock::now()));
+    }
+  }
 
   void Do(sched::SessionMove& a) { send(ctx_->sampler, std::move(a)); }
   void Do(sched::SessionResume& a) { send(ctx_->sampler, a); }
@@ -775,6 +825,7 @@ class SchedulerActor : public StageActor {
   std::unique_ptr<sched::JobBook> book_;
   std::deque<sched::JournaledJob> recovered_;  // from the journal, yet to run
   sched::StartupHold hold_;                    // new jobs before the first route
+  sched::SpotChecks spot_;                     // shadows and their verdicts
   Clock::time_point started_;
   Clock::time_point expired_;  // the last Expire
   sched::MetricsQueries queries_;

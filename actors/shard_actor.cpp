@@ -465,6 +465,11 @@ class ShardActor : public StageActor {
       return;
     }
     const int64_t compute_end = SteadyNs();
+#ifdef TROUPE_TEST_FAULTS
+    // Node config test_fault: corrupt_output — a shard that lies (its caches
+    // stay right; what it sends on is 1% off), for the spot-check tests.
+    if (ctx_->config.test_fault == "corrupt_output") hidden = hidden.mul(1.01);
+#endif
     ctx_->stages[v1::STAGE_SHARD].batch_sessions.Observe(static_cast<double>(batch.size()));
     ctx_->counters.steps_total += batch.size();
     ctx_->counters.batches_total++;

@@ -70,6 +70,11 @@ void RegisterCluster(CLI::App& app) {
   up->add_option("--max-queued-jobs", o->max_queued_jobs, "Jobs waiting for KV cache at most; past that, BUSY")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  up->add_option("--spot-check-fraction", o->spot_check_fraction,
+                 "Share of sessions the head runs again with one span on another replica, to catch a shard "
+                 "computing wrong hidden states (0 = none)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
   up->add_flag(
       "--no-journal", [o](int64_t) { o->journal = false; },
       "Keep accepted jobs in the head's memory only: nothing survives a head restart (for comparisons)");

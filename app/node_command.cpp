@@ -54,6 +54,7 @@ struct NodeFlags {
   std::string device, backend, dtype;
   bool insecure = false;
   std::optional<double> rebalance_seconds;
+  std::string test_fault;
 };
 
 Status ParseLayers(const std::string& text, cluster::NodeConfig* c) {
@@ -105,6 +106,7 @@ Result<cluster::NodeConfig> ConfigFromFlags(const NodeFlags& f) {
   if (!f.backend.empty()) c.backend = f.backend;
   if (!f.dtype.empty()) c.dtype = f.dtype;
   if (f.rebalance_seconds) c.rebalance_seconds = *f.rebalance_seconds;
+  if (!f.test_fault.empty()) c.test_fault = f.test_fault;
   if (!f.join.empty()) {
     if (Status st = cluster::JoinHead(&c, f.join, f.head_key); !st.ok()) {
       return Status::InvalidArgument(what + ": --join: " + st.message());
@@ -141,6 +143,8 @@ void RegisterNode(CLI::App& app) {
   cmd->add_option("--rebalance-seconds", f->rebalance_seconds,
                   "With --layers auto: how often to ask whether to move to better layers (0 = never; default 120)");
   cmd->add_flag("--insecure", f->insecure, "Allow plain (no CURVE) links on non-loopback addresses");
+  // Tests only (node config test_fault): not in --help.
+  cmd->add_option("--test-fault", f->test_fault, "")->group("");
   cmd->callback([f] {
     if (f->config.empty() && f->join.empty()) return Fail("troupe node: give --config FILE or --join HEAD_ENDPOINT");
     Result<cluster::NodeConfig> config = ConfigFromFlags(*f);

@@ -240,6 +240,7 @@ Status LocalCluster::Launch(const ClusterOptions& o) {
     c.kept_session_ttl_seconds = o.kept_session_ttl_seconds;
     c.prefix_reuse = o.prefix_reuse;
     c.max_queued_jobs = o.max_queued_jobs;
+    c.spot_check_fraction = o.spot_check_fraction;
     if (n.head && o.journal) c.job_journal = dir_ + "/jobs.db";
     c.job_retention_seconds = o.job_retention_seconds;
     c.hop_timing = o.hop_timing;

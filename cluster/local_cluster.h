@@ -70,6 +70,7 @@ struct ClusterOptions {
   double kept_session_ttl_seconds = 300;  // the head's; see node_config.h
   bool prefix_reuse = true;               // the head's; see node_config.h
   int64_t max_queued_jobs = 1024;         // the head's; see node_config.h
+  double spot_check_fraction = 0;         // the head's; see node_config.h
   double job_retention_seconds = 3600;    // the head's; see node_config.h (its journal: DIR/jobs.db)
   bool journal = true;                    // false: the head keeps jobs in memory only (benchmarks)
   std::vector<std::string> api_keys;      // the head's HTTP API keys (node config api_keys)

@@ -197,6 +197,8 @@ const std::set<std::string> kTopKeys = {"id",
                                         "prefix_reuse",
                                         "int8_link_rtt_ms",
                                         "max_queued_jobs",
+                                        "spot_check_fraction",
+                                        "test_fault",
                                         "job_journal",
                                         "job_retention_seconds",
                                         "max_batch_sessions",
@@ -365,6 +367,17 @@ std::vector<std::string> ParseNodeConfigProblems(const std::string& text, const 
   Read(root, "int8_link_rtt_ms", &c.int8_link_rtt_ms, what, P);
   if (c.int8_link_rtt_ms < 0) problem("int8_link_rtt_ms: must be >= 0");
   Read(root, "max_queued_jobs", &c.max_queued_jobs, what, P);
+  Read(root, "spot_check_fraction", &c.spot_check_fraction, what, P);
+  if (!(c.spot_check_fraction >= 0 && c.spot_check_fraction <= 1)) problem("spot_check_fraction: must be in [0, 1]");
+  Read(root, "test_fault", &c.test_fault, what, P);
+  if (!c.test_fault.empty()) {
+#ifdef TROUPE_TEST_FAULTS
+    if (c.test_fault != "corrupt_output")
+      problem("test_fault: '" + c.test_fault + "': the one fault is corrupt_output");
+#else
+    problem("test_fault: this build has no test faults (configure with -DTROUPE_TEST_FAULTS=ON)");
+#endif
+  }
   Read(root, "job_journal", &c.job_journal, what, P);
   if (!c.job_journal.empty()) {
     if (!c.head) problem("job_journal: only a head journals jobs");
@@ -665,10 +678,12 @@ std::string NodeConfigToYaml(const NodeConfig& c) {
     out << YAML::Key << "prefix_reuse" << YAML::Value << c.prefix_reuse;
     if (c.int8_link_rtt_ms > 0) out << YAML::Key << "int8_link_rtt_ms" << YAML::Value << c.int8_link_rtt_ms;
     out << YAML::Key << "max_queued_jobs" << YAML::Value << c.max_queued_jobs;
+    if (c.spot_check_fraction > 0) out << YAML::Key << "spot_check_fraction" << YAML::Value << c.spot_check_fraction;
     if (!c.job_journal.empty()) out << YAML::Key << "job_journal" << YAML::Value << c.job_journal;
     out << YAML::Key << "job_retention_seconds" << YAML::Value << c.job_retention_seconds;
   }
   if (c.max_batch_sessions > 0) out << YAML::Key << "max_batch_sessions" << YAML::Value << c.max_batch_sessions;
+  if (!c.test_fault.empty()) out << YAML::Key << "test_fault" << YAML::Value << c.test_fault;
   out << YAML::Key << "endpoints" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "listen" << YAML::Value << c.listen;
   if (!c.advertise.empty()) out << YAML::Key << "advertise" << YAML::Value << c.advertise;

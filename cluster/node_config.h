@@ -51,6 +51,11 @@
 //                                   # 0 (default): f32 everywhere, answers exact
 //   prefix_reuse: true              # head: park finished jobs' caches on the shards; a job
 //                                   # whose prompt starts the same copies them (evicted LRU)
+//   spot_check_fraction: 0          # head: the share of sessions run a second time with one
+//                                   # span on another replica, to catch a shard computing
+//                                   # wrong hidden states (scheduling/spot_checks.h); 0 = none
+//   test_fault: corrupt_output      # shard, tests only (builds with TROUPE_TEST_FAULTS):
+//                                   # this node lies — it alters the hidden states it sends
 //   endpoints:
 //     listen: tcp://127.0.0.1:0     # node-to-node ROUTER; port 0 = chosen by the OS
 //     advertise: tcp://10.0.0.5:5601  # what peers dial; default: the bound address
@@ -165,6 +170,8 @@ struct NodeConfig {
   bool prefix_reuse = true;
   double int8_link_rtt_ms = 0;  // head: int8 hidden states over links slower than this; 0 = never
   int64_t max_queued_jobs = 1024;
+  double spot_check_fraction = 0;  // head: sessions checked on a second replica (spot_checks.h)
+  std::string test_fault;          // shard: "corrupt_output" (TROUPE_TEST_FAULTS builds only); empty = none
   std::string listen = "tcp://127.0.0.1:*";
   std::string advertise;
   std::string job_listen = "tcp://127.0.0.1:*";

@@ -7,6 +7,8 @@
 //   SessionMove    the sampler re-keys a session moved to a new route
 //   SessionResume  every shard of the moved session's route is open: replay
 //   SessionDrop    the sampler forgets a session (cancelled or failed)
+//   ShadowStart    the sampler runs a spot check's shadow beside a session
+//   ShadowStop     the sampler stops sending to a failed shadow
 //   Prefill        the prompt to the embedding, first hop of the ring
 //   Log            one line for the head's log
 //
@@ -83,6 +85,21 @@ struct SessionDrop {
   uint64_t session_id = 0;
 };
 
+// To the sampler: every shard of a spot check's shadow (spot_checks.h) is
+// open; replay session `session_id` into `shadow_id` over `route` and send
+// the shadow every step of the session from now on.
+struct ShadowStart {
+  uint64_t session_id = 0;
+  uint64_t shadow_id = 0;
+  std::vector<v1::RouteHop> route;
+};
+
+// To the sampler: the shadow of session `session_id` failed; send it nothing
+// more (and report no ShadowEnd for it).
+struct ShadowStop {
+  uint64_t session_id = 0;
+};
+
 // The prompt from its first position not yet cached (0 unless the job
 // continues a kept session); step.rest_of_route is the route, embedding first.
 struct Prefill {
@@ -98,7 +115,8 @@ struct Log {
   bool warn = false;  // a problem, not only news
 };
 
-using Action = std::variant<Reply, ToNode, SessionStart, SessionMove, SessionResume, SessionDrop, Prefill, Log>;
+using Action = std::variant<Reply, ToNode, SessionStart, SessionMove, SessionResume, SessionDrop, Prefill, Log,
+                            ShadowStart, ShadowStop>;
 using Actions = std::vector<Action>;
 
 // What a JobStatus says of a live job beyond the job book (job_book.h): the

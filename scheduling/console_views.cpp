@@ -11,6 +11,10 @@ double MsSince(ConsoleClock::time_point then, ConsoleClock::time_point now) {
 }
 
 std::string StateOf(const Registry& r, const ShardEntry& e, ConsoleClock::time_point now, std::string* detail) {
+  if (!e.quarantine.empty()) {
+    *detail = e.quarantine;
+    return "quarantined";
+  }
   if (e.draining) return "draining";
   if (!e.trouble.empty()) {
     *detail = e.trouble;

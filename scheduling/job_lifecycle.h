@@ -183,6 +183,9 @@ class JobLifecycle {
   JobLifecycle(LifecycleConfig config, Registry registry);
 
   Registry& registry() { return registry_; }
+  // A fresh session id for a session outside any job (a spot check's shadow:
+  // spot_checks.h); it carries this head's incarnation like every other.
+  uint64_t NewSessionId() { return ++next_session_; }
   const Registry& registry() const { return registry_; }
 
   // ----------------------------------------------------------- inputs

@@ -17,7 +17,8 @@ void Registry::Upsert(ShardEntry entry) {
   if (it != nodes_.end() && Restarted(entry)) {  // a new process: nothing carries over but the link
     if (it->second.fixed) entry.fixed = true;
     if (entry.rtt_ms < 0) entry.rtt_ms = it->second.rtt_ms;
-  } else if (it != nodes_.end()) {  // a refreshed announce keeps what was measured
+    entry.quarantine = it->second.quarantine;  // ... and the verdict of its replicas
+  } else if (it != nodes_.end()) {             // a refreshed announce keeps what was measured
     if (it->second.fixed) entry.fixed = true;
     if (entry.step_ms < 0) entry.step_ms = it->second.step_ms;
     if (entry.rtt_ms < 0) entry.rtt_ms = it->second.rtt_ms;
@@ -26,6 +27,7 @@ void Registry::Upsert(ShardEntry entry) {
     if (entry.unreachable.empty()) entry.unreachable = it->second.unreachable;
     if (entry.stages.empty()) entry.stages = it->second.stages;
     entry.draining = entry.draining || it->second.draining;
+    if (entry.quarantine.empty()) entry.quarantine = it->second.quarantine;
     if (entry.incarnation == 0) entry.incarnation = it->second.incarnation;
     entry.details = it->second.details;
   }
@@ -63,6 +65,11 @@ void Registry::SetDraining(const std::string& node_id) {
   if (it != nodes_.end()) it->second.draining = true;
 }
 
+void Registry::SetQuarantined(const std::string& node_id, std::string why) {
+  auto it = nodes_.find(node_id);
+  if (it != nodes_.end()) it->second.quarantine = std::move(why);
+}
+
 void Registry::SetUnreachable(const std::string& node_id, std::map<std::string, std::string> nodes) {
   auto it = nodes_.find(node_id);
   if (it != nodes_.end()) it->second.unreachable = std::move(nodes);
@@ -76,6 +83,7 @@ std::string Registry::Troubles(std::chrono::steady_clock::time_point now) const 
     const std::string span = " (layers " + std::to_string(e.layer_begin) + "-" + std::to_string(e.layer_end) + ")";
     if (!e.trouble.empty()) add("shard '" + id + "'" + span + " is unusable: " + e.trouble);
     if (e.draining) add("shard '" + id + "'" + span + " is draining");
+    if (!e.quarantine.empty()) add("shard '" + id + "'" + span + " is quarantined: " + e.quarantine);
     for (const auto& [to, why] : e.unreachable) add("shard '" + id + "'" + span + " cannot reach '" + to + "': " + why);
   }
   return out;
@@ -125,10 +133,18 @@ std::vector<ShardEntry> Registry::Live(std::chrono::steady_clock::time_point now
   return out;
 }
 
+std::vector<ShardEntry> Registry::Usable(std::chrono::steady_clock::time_point now) const {
+  std::vector<ShardEntry> out;
+  for (const auto& [id, e] : nodes_) {
+    if (CanTake(e, now)) out.push_back(e);
+  }
+  return out;
+}
+
 std::vector<uint32_t> Registry::Coverage(int64_t n_layers, std::chrono::steady_clock::time_point now) const {
   std::vector<uint32_t> counts(static_cast<size_t>(std::max<int64_t>(0, n_layers)), 0);
   for (const auto& [id, e] : nodes_) {
-    if (!Alive(e, now) || e.draining) continue;
+    if (!Alive(e, now) || e.draining || !e.quarantine.empty()) continue;
     for (int64_t l = std::max<int64_t>(0, e.layer_begin); l < std::min(e.layer_end, n_layers); ++l) counts[l]++;
   }
   return counts;
@@ -141,8 +157,7 @@ Result<std::vector<const ShardEntry*>> Registry::Cheapest(int64_t n_layers,
   // when i's span ends where j's begins and i can reach j.
   std::vector<const ShardEntry*> live;
   for (const auto& [id, e] : nodes_) {
-    if (Alive(e, now) && e.trouble.empty() && !e.draining && e.layer_begin >= 0 && e.layer_begin < e.layer_end &&
-        e.layer_end <= n_layers) {
+    if (CanTake(e, now) && e.layer_begin >= 0 && e.layer_begin < e.layer_end && e.layer_end <= n_layers) {
       live.push_back(&e);
     }
   }
@@ -203,7 +218,7 @@ Result<std::vector<Span>> Registry::Route(int64_t n_layers, std::chrono::steady_
 const ShardEntry* Registry::CheapestStage(int stage, std::chrono::steady_clock::time_point now) const {
   const ShardEntry* best = nullptr;
   for (const auto& [id, e] : nodes_) {
-    if (!Alive(e, now) || !e.trouble.empty() || e.draining) continue;
+    if (!CanTake(e, now)) continue;
     if (std::find(e.stages.begin(), e.stages.end(), stage) == e.stages.end()) continue;
     if (!best || Cost(e) < Cost(*best)) best = &e;
   }

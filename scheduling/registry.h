@@ -27,6 +27,11 @@
 // from the config expires like a learned one, so that once gone it leaves
 // the registry until it announces again.
 //
+// Quarantine: a node its replicas found computing wrong hidden states
+// (spot_checks.h) takes no new session and is not counted in coverage, like
+// a draining one, and says so in Route's errors. It lasts while the head
+// runs: a refreshed announce, or the node started again, keeps it.
+//
 // Stage nodes: nodes that run the embedding or the LM head for the ring
 // (`stages`, no layers) announce themselves like shards; StageNode picks one
 // for a session's route when the head does not run that stage itself.
@@ -74,6 +79,7 @@ struct ShardEntry {
   std::string trouble{};     // why the head cannot use it now; empty = none
   std::map<std::string, std::string> unreachable{};  // nodes it cannot send to -> why (its heartbeats)
   bool draining = false;                             // leaving: no new sessions (SetDraining)
+  std::string quarantine{};                          // why its replicas found it wrong; empty = not quarantined
   std::vector<int> stages{};  // a stage node: the v1::Stage values it runs (no layers); empty for a shard
   uint64_t incarnation = 0;   // its process's (RegistryAnnounce.incarnation); 0 = not told
   NodeDetails details{};      // from its heartbeats (ReportDetails)
@@ -116,6 +122,9 @@ class Registry {
   // The node is leaving: no new session goes to it. Kept until the node is
   // removed (an announce does not clear it). Unknown nodes are ignored.
   void SetDraining(const std::string& node_id);
+  // Its replicas found it wrong (`why`): no new session goes to it, for
+  // good. Unknown nodes are ignored.
+  void SetQuarantined(const std::string& node_id, std::string why);
   // What the node reports it cannot reach (node id -> why); replaces the last report.
   void SetUnreachable(const std::string& node_id, std::map<std::string, std::string> nodes);
   // A ping's round trip to the node (smoothed over the last few).
@@ -142,6 +151,8 @@ class Registry {
 
   // Live nodes.
   std::vector<ShardEntry> Live(std::chrono::steady_clock::time_point now) const;
+  // Live nodes that can take a new session: no trouble, not draining, not quarantined.
+  std::vector<ShardEntry> Usable(std::chrono::steady_clock::time_point now) const;
   // Every node it holds, live or not, by id.
   const std::map<std::string, ShardEntry>& All() const { return nodes_; }
   bool IsAlive(const ShardEntry& e, std::chrono::steady_clock::time_point now) const { return Alive(e, now); }
@@ -151,6 +162,9 @@ class Registry {
 
  private:
   bool Alive(const ShardEntry& e, std::chrono::steady_clock::time_point now) const;
+  bool CanTake(const ShardEntry& e, std::chrono::steady_clock::time_point now) const {
+    return Alive(e, now) && e.trouble.empty() && !e.draining && e.quarantine.empty();
+  }
   const ShardEntry* CheapestStage(int stage, std::chrono::steady_clock::time_point now) const;
   // The troubles of live nodes, "; "-joined, for errors ("" when none).
   std::string Troubles(std::chrono::steady_clock::time_point now) const;

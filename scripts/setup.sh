@@ -85,7 +85,8 @@ if [ "$WITH_TEST_DEPS" = 1 ] && [ ! -x "$HELM_BIN" ] && ! command -v helm >/dev/
 fi
 
 log "building (build/)"
+# TROUPE_TEST_FAULTS=OFF (the image's build): no node can be told to lie (node config test_fault).
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE="${TROUPE_BUILD_TYPE:-RelWithDebInfo}" \
-  -DTROUPE_PYTHON="$ROOT/.venv/bin/python" >/dev/null
+  -DTROUPE_PYTHON="$ROOT/.venv/bin/python" -DTROUPE_TEST_FAULTS="${TROUPE_TEST_FAULTS:-ON}" >/dev/null
 ninja -C build -j"$(nproc)" >&2
 log "ready: build/bin/troupe, model at $MODEL"

@@ -13,9 +13,9 @@
 //     [data-source=poll]         why the last poll failed (data-kind="error"); gone once one succeeds
 //   #coverage svg                the coverage map: nodes (rows) × layers (columns)
 //     [data-layer-replicas=L]    top row, layer L: data-replicas=N, class "gap" when N is 0
-//     g[data-node=ID]            one row per node: data-state=ok|draining|trouble|stale|lost
+//     g[data-node=ID]            one row per node: data-state=ok|draining|trouble|quarantined|stale|lost
 //       rect[data-layer=L]       a layer that node serves
-//   #nodes tr[data-node=ID]      the node table: data-state=ok|draining|trouble|stale|lost, data-role
+//   #nodes tr[data-node=ID]      the node table: data-state=ok|draining|trouble|quarantined|stale|lost, data-role
 //     button[data-action=drain]  shards only
 //   #jobs tr[data-job=ID]        a job: data-state=queued|running|completed|aborted, data-session,
 //                                data-tokens, data-max-tokens, data-route="node,node,...";

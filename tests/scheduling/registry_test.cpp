@@ -213,5 +213,34 @@ TEST(RegistryTest, ANodeStartedAgainIsNoLongerDraining) {
   EXPECT_EQ(r.Find("a")->incarnation, 9u);
 }
 
+TEST(RegistryTest, AQuarantinedNodeTakesNoSessionAndStaysSoWhenItAnnouncesOrRestarts) {
+  Registry r;
+  const auto now = std::chrono::steady_clock::now();
+  r.Upsert(ShardEntry{"a", "tcp://a", 0, 10, true, now});
+  ShardEntry liar{"liar", "tcp://liar", 10, 20, false, now};
+  liar.incarnation = 1;
+  r.Upsert(liar);
+  r.Upsert(ShardEntry{"b", "tcp://b", 10, 20, false, now});
+  r.SetQuarantined("liar", "its hidden states differed");
+  for (int i = 0; i < 4; ++i) {
+    auto route = r.Route(20, now);
+    ASSERT_TRUE(route.ok());
+    EXPECT_EQ((*route)[1].node_id, "b");
+  }
+  EXPECT_EQ(r.Coverage(20, now)[15], 1u);  // a joining node fills its place
+  EXPECT_EQ(r.Usable(now).size(), 2u);
+  r.Upsert(liar);  // a refreshed announce
+  liar.incarnation = 2;
+  ASSERT_TRUE(r.Restarted(liar));
+  r.Upsert(liar);  // started again
+  EXPECT_EQ(r.Find("liar")->quarantine, "its hidden states differed");
+  r.Remove("b");
+  auto none = r.Route(20, now);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("shard 'liar' (layers 10-20) is quarantined: its hidden states differed"),
+            std::string::npos)
+      << none.status().message();
+}
+
 }  // namespace
 }  // namespace troupe::scheduling
