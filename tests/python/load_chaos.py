@@ -396,12 +396,22 @@ def run(minutes=10.0, jobs=256, concurrency=32, with_chaos=False, kill_every=30.
             "wrong": [r for r in results if r["outcome"] == "wrong"][:5],
             "lost": [r for r in results if r["outcome"] == "lost"][:5],
             "error_samples": [r for r in results if r["outcome"] == "error"][:5],
+            # With --cluster-arg=--spot-check-fraction=F: what the head's spot checks said (its log
+            # spans head restarts). Under faults and replays a mismatch would be a false alarm.
+            "spot_checks": spot_check_lines(cluster),
         }
         return report
     finally:
         if doors:
             doors.close()
         cluster.stop()
+
+
+def spot_check_lines(cluster):
+    log = cluster.dir / "logs" / "head.log"
+    text = log.read_text(errors="replace") if log.exists() else ""
+    return {"shadows": text.count("runs a shadow ("), "mismatches": text.count("computed different hidden states"),
+            "quarantined": text.count("spot check: quarantined shard")}
 
 
 def main():
