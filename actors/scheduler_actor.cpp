@@ -390,6 +390,9 @@ class SchedulerActor : public StageActor {
     const bool fresh = known == nullptr || restarted;
     const std::string before = known ? std::to_string(known->layer_begin) + "-" + std::to_string(known->layer_end) : "";
     registry.Upsert(std::move(entry));
+    if (const std::string why = spot_.Why(a.node_id()); !why.empty()) {
+      registry.SetQuarantined(a.node_id(), why);  // it left (or went silent) and came back: still quarantined
+    }
     if (auto t = troubles_.find(a.node_id()); t != troubles_.end() && !t->second.empty()) {
       registry.SetTrouble(a.node_id(), t->second.begin()->second);  // it left and came back: still troubled
     }

@@ -207,9 +207,10 @@ std::vector<Quarantine> SpotChecks::Record(const std::string& a, const std::stri
       for (size_t j = i + 1; j < partners.size(); ++j) {
         auto it = pairs_.find(Key(partners[i], partners[j], lb, le));
         if (it == pairs_.end() || it->second.agree == 0 || odd_.count(node)) continue;
-        odd_.insert(node);
-        found.push_back({node, "its hidden states differed from those of '" + partners[i] + "' and '" + partners[j] +
-                                   "', which agree (layers " + Layers(lb, le) + ")"});
+        const std::string why = "its hidden states differed from those of '" + partners[i] + "' and '" + partners[j] +
+                                "', which agree (layers " + Layers(lb, le) + ")";
+        odd_[node] = why;
+        found.push_back({node, why});
       }
     }
   }

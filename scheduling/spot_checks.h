@@ -141,6 +141,14 @@ class SpotChecks {
   // it quarantines (each once).
   std::vector<Quarantine> Record(const std::string& a, const std::string& b, int64_t begin, int64_t end, bool agree);
   bool Quarantined(const std::string& node_id) const { return odd_.count(node_id) > 0; }
+  // Why `node_id` is quarantined ("" when it is not). The verdict outlives
+  // the node's registry entry: a node that leaves (or goes silent past the
+  // registry's ttl) and comes back is quarantined again (the scheduler asks
+  // here on every announce).
+  std::string Why(const std::string& node_id) const {
+    auto it = odd_.find(node_id);
+    return it == odd_.end() ? "" : it->second;
+  }
 
   uint64_t checks_total() const { return checks_total_; }          // shadows that compared at least one position
   uint64_t mismatches_total() const { return mismatches_total_; }  // shadows whose digests differed
@@ -169,7 +177,7 @@ class SpotChecks {
   std::chrono::milliseconds open_timeout_;
   std::map<uint64_t, Shadow> shadows_;  // by shadow id
   std::map<PairKey, PairCount> pairs_;
-  std::set<std::string> odd_;  // quarantined
+  std::map<std::string, std::string> odd_;  // quarantined: node -> why
   uint64_t checks_total_ = 0, mismatches_total_ = 0, positions_total_ = 0;
 };
 

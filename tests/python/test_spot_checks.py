@@ -9,7 +9,8 @@ decoding did — and answers stay those of the single process. A shard that
 lies (node config test_fault: corrupt_output; its output is 1 % off) is
 quarantined once two replicas that agree with each other both disagree with
 it: it takes no new session, its jobs go on over the honest replicas, the
-head logs and counts it, and `status`, /metrics and the console show it."""
+head logs and counts it, and `status`, /metrics and the console show it.
+Leaving and coming back as a new process does not lift it."""
 import concurrent.futures
 import json
 import re
@@ -108,6 +109,17 @@ def test_honest_replicas_agree_and_a_lying_shard_is_quarantined(troupe_bin, mode
             assert tokens(submit(c, p, *FLAGS, "--seed", str(i))) == refs[i], p
         assert _status(c)["liar"]["steps_total"] == steps
         assert liar.poll() is None  # quarantined, not killed: the operator decides
+
+        # Gone past the registry's ttl and back (a new process): still quarantined, and still unused.
+        liar.kill()
+        liar.wait()
+        _wait("the liar to leave the registry", lambda: "liar" not in _status(c), timeout=60)
+        liar, _ = _start_node(c, "liar", "--layers", "10:20", "--test-fault", "corrupt_output")
+        _wait("the liar back, quarantined", lambda: _status(c).get("liar", {}).get("quarantined") == 1)
+        assert _console_nodes(c)["liar"]["state"] == "quarantined"
+        for i, p in enumerate(PROMPTS[:2]):
+            assert tokens(submit(c, p, *FLAGS, "--seed", str(i))) == refs[i], p
+        assert _status(c)["liar"]["steps_total"] == 0
     finally:
         for proc in (honest, liar):
             if proc:

@@ -221,8 +221,10 @@ TEST(SpotChecksTest, TheNodeTwoAgreeingReplicasDisagreeWithIsQuarantined) {
   EXPECT_NE(found[0].why.find("differed from those of 'b' and 'b2', which agree (layers 10-20)"), std::string::npos)
       << found[0].why;
   EXPECT_TRUE(checks.Quarantined("liar"));
+  EXPECT_EQ(checks.Why("liar"), found[0].why);
   EXPECT_FALSE(checks.Quarantined("b"));
   EXPECT_FALSE(checks.Quarantined("b2"));
+  EXPECT_EQ(checks.Why("b"), "");
   EXPECT_TRUE(checks.Record("b2", "liar", 10, 20, false).empty());  // once
 }
 
