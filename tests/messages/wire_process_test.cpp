@@ -2,6 +2,7 @@
 // boundary: a forked child sends them over a ZeroMQ DEALER (transport/) to
 // this process's ROUTER on tcp://127.0.0.1 (OS-chosen port), and what arrives
 // decodes (messages/ DecodeMessage, full validation) to exactly what was sent.
+// The child leaves once this process answers that all of it arrived.
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -80,7 +81,10 @@ TEST(WireAcrossProcesses, EveryMessageTypeAndTensorEncodingRoundTrips) {
           ::usleep(1000);
         }
       }
-      ::sleep(1);  // let ZeroMQ flush before the context closes (linger 0)
+      // Wait for the parent's word that everything arrived before the
+      // context closes (linger 0 would drop what is still queued: a fixed
+      // second was not always enough under AddressSanitizer on a busy machine).
+      if (rc == 0 && !(*conn)->Receive(60000).ok()) rc = 4;
     }
     ::_exit(rc);
   }
@@ -108,6 +112,9 @@ TEST(WireAcrossProcesses, EveryMessageTypeAndTensorEncodingRoundTrips) {
       EXPECT_EQ(got, sent) << "tensor bytes changed in transit";
     }
   }
+  transport::Frames done;
+  done.push_back(transport::CopyFrame(std::string("done")));
+  EXPECT_TRUE((*listener)->Send("sender", done).ok());
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "sender exit status " << status;
