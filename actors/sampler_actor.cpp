@@ -358,8 +358,12 @@ class SamplerActor : public StageActor {
     const FinishReason reason = s.generation.finished() ? s.generation.finish_reason() : FinishReason::kLength;
     const int64_t generated = s.generation.generated_tokens() - (reason == FinishReason::kEos ? 1 : 0);
     v1::Envelope env = FinishEnvelope(it->first, s, reason, generated);
-    Sent(sender_.Reply(s.start.client, std::move(env)));
+    // SessionDone before the Finish: a client that has its Finish may submit
+    // the next job of its kept session at once, and the scheduler must have
+    // freed the session by then (the Finish to the job book goes through the
+    // scheduler's mailbox too, after it).
     send(ctx_->scheduler, SessionDone{it->first, s.generation.tokens()});
+    Sent(sender_.Reply(s.start.client, std::move(env)));
     EndTimeline(it->first);
     EndShadow(it->first, std::nullopt);
     sessions_.erase(it);
@@ -477,8 +481,8 @@ class SamplerActor : public StageActor {
     const bool eos = !sequences.empty() && sequences[0].eos;
     v1::Envelope env = FinishEnvelope(it->first, s, eos ? FinishReason::kEos : FinishReason::kLength,
                                       sequences.empty() ? 0 : static_cast<int64_t>(sequences[0].tokens.size()));
+    send(ctx_->scheduler, SessionDone{it->first});  // before the Finish, as in Finish()
     Sent(sender_.Reply(s.start.client, std::move(env)));
-    send(ctx_->scheduler, SessionDone{it->first});
     EndTimeline(it->first);
     sessions_.erase(it);
   }
