@@ -14,31 +14,14 @@ Leaving and coming back as a new process does not lift it."""
 import concurrent.futures
 import json
 import re
-import time
 import urllib.request
 
 from test_cluster import Cluster, generate, run, submit, summary, tokens
-from test_join import _add_joiner_key, _start_node, _stop
+from test_join import _add_joiner_key, _start_node, _status, _stop, _wait
 
 PROMPTS = ["The capital of France is", "Write a haiku about autumn leaves.", "def fibonacci(n):",
            "Once upon a time, in a small village,"]
 FLAGS = ("--max-tokens", "16", "--temperature", "0.8")
-
-
-def _status(c):
-    p = run("status", "--endpoint", c.endpoint, "--json")
-    assert p.returncode == 0, p.stderr
-    return json.loads(p.stdout)["nodes"]
-
-
-def _wait(what, check, timeout=60):
-    deadline = time.time() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        assert time.time() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
 
 
 def _head_log(c):
