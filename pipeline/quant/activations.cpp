@@ -233,8 +233,9 @@ void QuantizeRow(ActLayout layout, const float* x, int64_t cols, uint8_t* dst) {
 
 ActLayout ActLayoutFor(GgmlType weight_type) {
   switch (weight_type) {
-    case GgmlType::Q4_0: return ActLayout::kQ8x4;
+    case GgmlType::Q4_0:
     case GgmlType::Q4_1:
+    case GgmlType::Q5_0:
     case GgmlType::Q8_0: return ActLayout::kQ8x2;
     case GgmlType::Q4_K: return ActLayout::kQ8KPaired;
     case GgmlType::Q6_K: return ActLayout::kQ8K;

@@ -44,7 +44,19 @@ struct MatmulArgs {
   int64_t xs4_blocks = 0;
   float* y = nullptr;  // [n, ldy] outputs
   int64_t ldy = 0;
+  // llama.cpp would repack this matrix (GgmlRepacks): kernels of that type
+  // then follow its interleaved gemv's order instead of its vec_dot's.
+  bool repacked = false;
 };
+
+// Whether llama.cpp's CPU backend, on an AVX2 CPU with its default REPACK
+// extra buffer, repacks a weight of `type` with `rows` rows (ne[1]) into
+// 8-row interleaved blocks for its one-token gemv: Q4_0 (q4_0_8x8) and Q4_K
+// (q4_K_8x8) when rows % 8 == 0 (ggml-cpu/repack.cpp,
+// ggml_repack_get_optimal_repack_type).
+inline bool GgmlRepacks(GgmlType type, int64_t rows) {
+  return (type == GgmlType::Q4_0 || type == GgmlType::Q4_K) && rows % 8 == 0;
+}
 
 using RowsKernel = void (*)(const MatmulArgs& args, int64_t r0, int64_t r1);
 

@@ -44,6 +44,12 @@ namespace troupe {
 #if defined(TROUPE_HAVE_AVX512)
 namespace {
 
+inline float HalfAt(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, sizeof h);
+  return _cvtsh_ss(h);
+}
+
 using avx512::Mask16;
 using avx512::Mask32;
 
@@ -363,6 +369,97 @@ struct Q8_0GgmlKernel : GgmlAccPolicy {
   }
 };
 
+// Q4_0 and Q5_0 x Q8_0 in llama.cpp's orders, one block at a time. The 32
+// values are the nibbles [low | high] (as Q4_1), less 8 (Q4_0) or less 16
+// where the block's qh bit is clear (Q5_0): q in [-8, 7] / [-16, 15].
+// abs(q) x sign(x, q) through 256-bit VNNI gives ggml's eight lane sums (the
+// branch its mul_sum_i8_pairs_float takes with AVX512VNNI + VL; every
+// variant computes the same exact integers).
+struct Q4_0Bits {
+  static constexpr int64_t kBlockBytes = 18;
+  static __m256i Values(const uint8_t* p) {
+    const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2));
+    const __m256i nib = _mm256_and_si256(_mm256_inserti128_si256(_mm256_castsi128_si256(qs), _mm_srli_epi16(qs, 4), 1),
+                                         _mm256_set1_epi8(0x0F));
+    return _mm256_sub_epi8(nib, _mm256_set1_epi8(8));
+  }
+};
+struct Q5_0Bits {
+  static constexpr int64_t kBlockBytes = 22;
+  static __m256i Values(const uint8_t* p) {
+    uint32_t qh;
+    std::memcpy(&qh, p + 2, sizeof qh);
+    const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 6));
+    const __m256i nib = _mm256_and_si256(_mm256_inserti128_si256(_mm256_castsi128_si256(qs), _mm_srli_epi16(qs, 4), 1),
+                                         _mm256_set1_epi8(0x0F));
+    return _mm256_mask_sub_epi8(nib, static_cast<__mmask32>(~qh), nib, _mm256_set1_epi8(16));
+  }
+};
+
+inline __m256i BlockDot(__m256i q_abs, __m256i q, const MatmulArgs& a, int64_t t, int64_t b, float* dx) {
+  const auto* x = reinterpret_cast<const ActGroupQ8x2*>(a.xq + t * a.xq_stride) + b / 2;
+  const int k = static_cast<int>(b % 2);
+  *dx = x->d[k];
+  const __m256i xs = _mm256_sign_epi8(_mm256_load_si256(reinterpret_cast<const __m256i*>(x->q + 32 * k)), q);
+  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), q_abs, xs);
+}
+
+// vec_dot (ggml_vec_dot_q4_0_q8_0 / _q5_0_q8_0, the __AVX2__ branch):
+// acc = fma(d_w d_x, float(lane sums), acc) per block, then hsum_float_8.
+template <class F>
+struct Q50GgmlKernel : GgmlAccPolicy {
+  static constexpr int kMaxR = 2, kMaxT = 4;
+
+  template <int R, int T>
+  static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, GgmlAcc (&acc)[R][T]) {
+    const int64_t nblocks = a.cols / 32;
+    const uint8_t* row0 = a.w + r * a.row_bytes;
+    for (int64_t b = 0; b < nblocks; ++b) {
+      for (int i = 0; i < R; ++i) {
+        const uint8_t* p = row0 + i * a.row_bytes + b * F::kBlockBytes;
+        const __m256i q = F::Values(p);
+        const __m256i q_abs = _mm256_abs_epi8(q);
+        const float dw = HalfAt(p);
+        for (int j = 0; j < T; ++j) {
+          float dx;
+          const __m256 f = _mm256_cvtepi32_ps(BlockDot(q_abs, q, a, t0 + j, b, &dx));
+          acc[i][j].v = _mm256_fmadd_ps(_mm256_set1_ps(dw * dx), f, acc[i][j].v);
+        }
+      }
+    }
+  }
+};
+
+// Q4_0 repacked (ggml_gemv_q4_0_8x8_q8_0): one chain per output,
+// acc = fma(float(block dot), d_w d_x, acc).
+struct Q4_0RepackKernel : RepackAccPolicy {
+  static constexpr int kMaxR = 2, kMaxT = 4;
+
+  template <int R, int T>
+  static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, __m128 (&acc)[R][T]) {
+    const int64_t nblocks = a.cols / 32;
+    const uint8_t* row0 = a.w + r * a.row_bytes;
+    for (int64_t b = 0; b < nblocks; ++b) {
+      for (int i = 0; i < R; ++i) {
+        const uint8_t* p = row0 + i * a.row_bytes + b * Q4_0Bits::kBlockBytes;
+        const __m256i q = Q4_0Bits::Values(p);
+        const __m256i q_abs = _mm256_abs_epi8(q);
+        const float dw = HalfAt(p);
+        for (int j = 0; j < T; ++j) {
+          float dx;
+          const int32_t isum = SumI32x8(BlockDot(q_abs, q, a, t0 + j, b, &dx));
+          acc[i][j] = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_cvtsi32_si128(isum)), _mm_set_ss(dw * dx), acc[i][j]);
+        }
+      }
+    }
+  }
+};
+
+void Q4_0Rows(const MatmulArgs& a, int64_t r0, int64_t r1) {
+  if (a.repacked) return tiling::Rows<Q4_0RepackKernel>(a, r0, r1);
+  tiling::Rows<Q50GgmlKernel<Q4_0Bits>>(a, r0, r1);
+}
+
 // Float weights: 16 columns per step, converted to fp32 in registers.
 struct LoadF32 {
   static constexpr int kBytes = 4;
@@ -419,8 +516,9 @@ RowsKernel GetAvx512Kernel(GgmlType type) {
     case GgmlType::F32: return tiling::Rows<FloatKernel<LoadF32>>;
     case GgmlType::F16: return tiling::Rows<FloatKernel<LoadF16>>;
     case GgmlType::BF16: return tiling::Rows<FloatKernel<LoadBf16>>;
-    case GgmlType::Q4_0: return tiling::Rows<Q4Kernel<Q4_0Format>>;
+    case GgmlType::Q4_0: return Q4_0Rows;
     case GgmlType::Q4_1: return tiling::Rows<Q4_1GgmlKernel>;
+    case GgmlType::Q5_0: return tiling::Rows<Q50GgmlKernel<Q5_0Bits>>;
     case GgmlType::Q8_0: return tiling::Rows<Q8_0GgmlKernel>;
     case GgmlType::Q4_K:
     case GgmlType::Q6_K: return GetAvx512KQuantKernel(type);

@@ -91,6 +91,48 @@ float DotQ8_0(const uint8_t* w, const uint8_t* xq, int64_t cols) {
   return acc;
 }
 
+// ggml_vec_dot_q4_0_q8_0's portable loop: sumf += sumi * d_w * d_x.
+float DotQ4_0(const uint8_t* w, const uint8_t* xq, int64_t cols) {
+  const auto* groups = reinterpret_cast<const ActGroupQ8x2*>(xq);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < cols / kQk; ++b) {
+    BlockQ4_0 blk;
+    std::memcpy(&blk, w + b * sizeof(BlockQ4_0), sizeof blk);
+    const ActGroupQ8x2& g = groups[b / 2];
+    const int k = static_cast<int>(b % 2);
+    const int8_t* x = g.q + 32 * k;
+    int32_t sumi0 = 0, sumi1 = 0;
+    for (int j = 0; j < kQk / 2; ++j) {
+      sumi0 += ((blk.qs[j] & 0x0F) - 8) * x[j];
+      sumi1 += ((blk.qs[j] >> 4) - 8) * x[j + 16];
+    }
+    acc += static_cast<float>(sumi0 + sumi1) * Fp16ToFp32(blk.d) * g.d[k];
+  }
+  return acc;
+}
+
+// ggml_vec_dot_q5_0_q8_0's portable loop: sumf += (d_w d_x) * sumi.
+float DotQ5_0(const uint8_t* w, const uint8_t* xq, int64_t cols) {
+  const auto* groups = reinterpret_cast<const ActGroupQ8x2*>(xq);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < cols / kQk; ++b) {
+    BlockQ5_0 blk;
+    std::memcpy(&blk, w + b * sizeof(BlockQ5_0), sizeof blk);
+    uint32_t qh;
+    std::memcpy(&qh, blk.qh, sizeof qh);
+    const ActGroupQ8x2& g = groups[b / 2];
+    const int k = static_cast<int>(b % 2);
+    const int8_t* x = g.q + 32 * k;
+    int32_t sumi0 = 0, sumi1 = 0;
+    for (int j = 0; j < kQk / 2; ++j) {
+      sumi0 += (static_cast<int>((blk.qs[j] & 0x0F) | ((qh >> j) & 1u) << 4) - 16) * x[j];
+      sumi1 += (static_cast<int>((blk.qs[j] >> 4) | ((qh >> (j + 16)) & 1u) << 4) - 16) * x[j + 16];
+    }
+    acc += (Fp16ToFp32(blk.d) * g.d[k]) * static_cast<float>(sumi0 + sumi1);
+  }
+  return acc;
+}
+
 float DotQ4K(const uint8_t* w, const uint8_t* xq, int64_t cols) {
   const auto* xb = reinterpret_cast<const ActBlockQ8K*>(xq);
   float acc = 0.0f;
@@ -182,8 +224,9 @@ RowsKernel GetScalarKernel(GgmlType type) {
     case GgmlType::F32: return FloatRows<WeightF32>;
     case GgmlType::F16: return FloatRows<WeightF16>;
     case GgmlType::BF16: return FloatRows<WeightBf16>;
-    case GgmlType::Q4_0: return QuantRows<DotQ4<false>>;
+    case GgmlType::Q4_0: return QuantRows<DotQ4_0>;
     case GgmlType::Q4_1: return QuantRows<DotQ4_1>;
+    case GgmlType::Q5_0: return QuantRows<DotQ5_0>;
     case GgmlType::Q8_0: return QuantRows<DotQ8_0>;
     case GgmlType::Q4_K: return QuantRows<DotQ4K>;
     case GgmlType::Q6_K: return QuantRows<DotQ6K>;
