@@ -50,6 +50,15 @@ class GgmlReference {
     return (type == GgmlType::Q4_0 || type == GgmlType::Q4_K) && rows % 8 == 0;
   }
 
+  // ggml's CPU activation quantization, as its CPU backend runs it on this
+  // CPU (quantize_row_q8_0 / _q8_1: the x86 SIMD versions; _q8_K): k values
+  // of x into ggml blocks at out (block_q8_0: fp16 d + 32 int8; block_q8_1:
+  // fp16 d, fp16 s + 32 int8; block_q8_K: fp32 d + 256 int8 + 16 int16 sums).
+  enum class Q8 { k0, k1, kK };
+  void QuantizeRow(Q8 kind, const float* x, int64_t k, void* out) const {
+    (kind == Q8::k0 ? q8_0_ : kind == Q8::k1 ? q8_1_ : q8_k_)(x, out, k);
+  }
+
   // y [n, rows] = x [n, cols] . W^T with W [rows, cols] of `type` in its file
   // encoding. `repack`: place W in CPU_REPACK (only valid when Repacks()).
   // Returns false (with why()) when ggml could not run it.
@@ -147,7 +156,8 @@ class GgmlReference {
         !Sym(base, "ggml_backend_reg_get_proc_address", &reg_proc) ||
         !Sym(base, "ggml_backend_buft_name", &buft_name) || !Sym(base, "ggml_backend_cpu_buffer_type", &cpu_buft) ||
         !Sym(cpu, "ggml_backend_cpu_reg", &cpu_reg) || !Sym(cpu, "ggml_backend_cpu_init", &cpu_init) ||
-        !Sym(cpu, "ggml_backend_cpu_set_n_threads", &set_n_threads_)) {
+        !Sym(cpu, "ggml_backend_cpu_set_n_threads", &set_n_threads_) || !Sym(cpu, "quantize_row_q8_0", &q8_0_) ||
+        !Sym(cpu, "quantize_row_q8_1", &q8_1_) || !Sym(cpu, "quantize_row_q8_K", &q8_k_)) {
       return;
     }
     cpu_buft_ = cpu_buft();
@@ -179,6 +189,9 @@ class GgmlReference {
   void (*backend_free_)(void*) = nullptr;
   int (*graph_compute_)(void*, void*) = nullptr;
   void (*set_n_threads_)(void*, int) = nullptr;
+  void (*q8_0_)(const float*, void*, int64_t) = nullptr;
+  void (*q8_1_)(const float*, void*, int64_t) = nullptr;
+  void (*q8_k_)(const float*, void*, int64_t) = nullptr;
 };
 
 }  // namespace testing_util

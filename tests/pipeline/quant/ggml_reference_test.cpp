@@ -15,6 +15,9 @@
 #include <vector>
 
 #include "ggml_reference.h"
+#include "pipeline/format/gguf_file.h"
+#include "pipeline/quant/activations.h"
+#include "pipeline/quant/half.h"
 #include "pipeline/quant/kernels.h"
 #include "pipeline/quant/qmatrix.h"
 #include "quant_test_util.h"
@@ -132,6 +135,94 @@ TEST_P(GgmlReferenceTest, BatchRowsEqualOneTokenRows) {
   RecordProperty("llama_cpp_batch_rows_differing_from_its_one_row", static_cast<int>(ggml_batch_differs));
   std::printf("[ info ] %s: llama.cpp batched vs one-row outputs differing: %lld of %lld\n", ggml_type_name(type),
               static_cast<long long>(ggml_batch_differs), static_cast<long long>(ggml_values));
+}
+
+// Our activation quantization against ggml's own quantize_row_q8_0 / _q8_1
+// / _q8_K: the same int8 values and the same scales, bit for bit.
+TEST(GgmlReferenceActivations, QuantizeRowsMatchGgml) {
+  static GgmlReference ref;
+  if (!ref.available()) GTEST_SKIP() << ref.why();
+  const int64_t cols = 4096;
+  std::vector<float> x = RandomActivations(8, cols, 5);
+  for (int64_t c = 0; c < 32; ++c) x[c] = 0.0f;                               // an all-zero block
+  for (int64_t c = 32; c < 64; ++c) x[c] = 1e-30f * static_cast<float>(c);    // a tiny one
+  for (int64_t c = 64; c < 96; ++c) x[c] = static_cast<float>(c % 8) - 3.5f;  // halves: ties
+  for (int64_t c = 256; c < 512; ++c) x[c] = c == 300 ? -7.0f : 0.5f;         // Q8_K's max negative
+  int64_t blocks = 0;
+  for (int64_t t = 0; t < 8; ++t) {
+    const float* row = x.data() + t * cols;
+    std::vector<uint8_t> ours(static_cast<size_t>(ActRowBytes(ActLayout::kQ8x2, cols)));
+    QuantizeActRow(ActLayout::kQ8x2, row, cols, ours.data());
+    std::vector<uint8_t> g0(static_cast<size_t>(cols / 32 * 34)), g1(static_cast<size_t>(cols / 32 * 36));
+    ref.QuantizeRow(GgmlReference::Q8::k0, row, cols, g0.data());
+    ref.QuantizeRow(GgmlReference::Q8::k1, row, cols, g1.data());
+    for (int64_t b = 0; b < cols / 32; ++b, ++blocks) {
+      const auto* g = reinterpret_cast<const ActGroupQ8x2*>(ours.data()) + b / 2;
+      const int k = static_cast<int>(b % 2);
+      uint16_t d0, d1, s1;
+      std::memcpy(&d0, g0.data() + b * 34, 2);
+      std::memcpy(&d1, g1.data() + b * 36, 2);
+      std::memcpy(&s1, g1.data() + b * 36 + 2, 2);
+      ASSERT_EQ(0, std::memcmp(g->q + 32 * k, g0.data() + b * 34 + 2, 32))
+          << "Q8_0 values, row " << t << " block " << b;
+      ASSERT_EQ(0, std::memcmp(g->q + 32 * k, g1.data() + b * 36 + 4, 32))
+          << "Q8_1 values, row " << t << " block " << b;
+      ASSERT_EQ(Bits(g->d[k]), Bits(Fp16ToFp32(d0))) << "Q8_0 d, row " << t << " block " << b;
+      ASSERT_EQ(Bits(g->d[k]), Bits(Fp16ToFp32(d1))) << "Q8_1 d, row " << t << " block " << b;
+      ASSERT_EQ(Bits(g->s[k]), Bits(Fp16ToFp32(s1))) << "Q8_1 s, row " << t << " block " << b;
+    }
+    std::vector<uint8_t> ok(static_cast<size_t>(ActRowBytes(ActLayout::kQ8K, cols)));
+    QuantizeActRow(ActLayout::kQ8K, row, cols, ok.data());
+    std::vector<uint8_t> gk(static_cast<size_t>(cols / 256 * 292));
+    ref.QuantizeRow(GgmlReference::Q8::kK, row, cols, gk.data());
+    for (int64_t b = 0; b < cols / 256; ++b, ++blocks) {
+      const auto* blk = reinterpret_cast<const ActBlockQ8K*>(ok.data()) + b;
+      const uint8_t* gb = gk.data() + b * 292;
+      float d;
+      std::memcpy(&d, gb, 4);
+      ASSERT_EQ(Bits(blk->d), Bits(d)) << "Q8_K d, row " << t << " block " << b;
+      ASSERT_EQ(0, std::memcmp(blk->q, gb + 4, 256)) << "Q8_K values, row " << t << " block " << b;
+      ASSERT_EQ(0, std::memcmp(blk->bsum16, gb + 260, 32)) << "Q8_K sums, row " << t << " block " << b;
+    }
+  }
+  std::printf("[ info ] activation blocks compared with ggml: %lld\n", static_cast<long long>(blocks));
+}
+
+// Every 2-D quantized weight of the real models (the default SmolLM2 Q4_1 and
+// Gemma 3 270M Q4_K_M: Q5_0, Q8_0, Q4_K repacked, Q6_K), one activation row
+// each, against llama.cpp. Skips a model that is not downloaded.
+TEST(GgmlReferenceModels, EveryQuantizedWeightBitExact) {
+  static GgmlReference ref;
+  if (!ref.available()) GTEST_SKIP() << ref.why();
+  const std::string models[] = {TROUPE_DEFAULT_MODEL,
+                                std::string(TROUPE_SOURCE_DIR) + "/.deps/model-gemma3/gemma-3-270m-q4_k_m.gguf"};
+  int files = 0;
+  for (const std::string& path : models) {
+    auto file = GgufFile::Open(path);
+    if (!file.ok()) continue;
+    ++files;
+    int tensors = 0, repacked = 0;
+    for (const TensorView& tv : file.value()->tensors()) {
+      if (tv.shape.size() != 2 || ggml_block_values(tv.type) == 1) continue;
+      auto m = QuantMatrix::FromView(tv);
+      ASSERT_TRUE(m.ok()) << tv.name;
+      const std::vector<uint8_t> w(tv.data, tv.data + tv.n_bytes);
+      const std::vector<float> x = RandomActivations(1, tv.cols(), static_cast<uint32_t>(tensors));
+      const bool repack = GgmlReference::Repacks(tv.type, tv.rows()) && ref.has_repack();
+      std::vector<float> want(static_cast<size_t>(tv.rows())), got(want.size());
+      ASSERT_TRUE(ref.MatMul(tv.type, tv.rows(), tv.cols(), w, x.data(), 1, repack, want.data(), 2)) << ref.why();
+      m.value().Multiply(x.data(), 1, got.data(), 2);
+      int64_t differ = 0;
+      for (size_t r = 0; r < want.size(); ++r) differ += Bits(want[r]) != Bits(got[r]) ? 1 : 0;
+      EXPECT_EQ(differ, 0) << path << ": " << tv.name << " (" << ggml_type_name(tv.type) << " [" << tv.rows() << ", "
+                           << tv.cols() << "]" << (repack ? ", repacked" : "") << ")";
+      ++tensors;
+      repacked += repack ? 1 : 0;
+    }
+    std::printf("[ info ] %s: %d quantized weights compared (%d repacked by llama.cpp)\n", path.c_str(), tensors,
+                repacked);
+  }
+  if (files == 0) GTEST_SKIP() << "no model file downloaded";
 }
 
 INSTANTIATE_TEST_SUITE_P(AllQuantTypes, GgmlReferenceTest,
