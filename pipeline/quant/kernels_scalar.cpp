@@ -27,33 +27,6 @@ float LoadF32(const uint8_t* p) {
   return v;
 }
 
-// Q4_0 / Q4_1 row . activation row (layout kQ8x4). Q4_1 is ggml's portable
-// ggml_vec_dot_q4_1_q8_1_generic, operation for operation (credit: ggml):
-// sumf += (d_w d_x) * sumi + m_w s_x per block, unfused (a CPU without AVX2
-// has no FMA either; this file is compiled with fp-contract off).
-template <bool kHasMin>
-float DotQ4(const uint8_t* w, const uint8_t* xq, int64_t cols) {
-  const auto* groups = reinterpret_cast<const ActGroupQ8x4*>(xq);
-  constexpr size_t kBlockBytes = kHasMin ? sizeof(BlockQ4_1) : sizeof(BlockQ4_0);
-  float acc = 0.0f;
-  for (int64_t b = 0; b < cols / kQk; ++b) {
-    const uint8_t* blk = w + b * kBlockBytes;
-    const float dw = Fp16ToFp32(LoadU16(blk));
-    const float mw = kHasMin ? Fp16ToFp32(LoadU16(blk + 2)) : -8.0f * dw;
-    const uint8_t* qs = blk + (kHasMin ? 4 : 2);
-    const ActGroupQ8x4& g = groups[b / 4];
-    const int k = static_cast<int>(b % 4);
-    int32_t sumi0 = 0, sumi1 = 0;
-    for (int j = 0; j < 16; ++j) {
-      sumi0 += (qs[j] & 0x0F) * g.lo[16 * k + j];
-      sumi1 += (qs[j] >> 4) * g.hi[16 * k + j];
-    }
-    const float* ds = kHasMin ? g.ds_q4_1 : g.ds_q4_0;  // (d_x, s_x) / (d_x, d_x * sum)
-    acc += (dw * ds[2 * k]) * static_cast<float>(sumi0 + sumi1) + mw * ds[2 * k + 1];
-  }
-  return acc;
-}
-
 // Q4_1 against layout kQ8x2 (ggml Q8_1 blocks in value order).
 float DotQ4_1(const uint8_t* w, const uint8_t* xq, int64_t cols) {
   const auto* groups = reinterpret_cast<const ActGroupQ8x2*>(xq);

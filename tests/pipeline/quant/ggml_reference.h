@@ -59,6 +59,16 @@ class GgmlReference {
     (kind == Q8::k0 ? q8_0_ : kind == Q8::k1 ? q8_1_ : q8_k_)(x, out, k);
   }
 
+  // ggml's dequantize_row_<type> (libggml-base): k values of `type` at src
+  // into dst. False when ggml has no such function exported.
+  bool DequantizeRow(GgmlType type, const void* src, float* dst, int64_t k) const {
+    const std::string name = std::string("dequantize_row_") + LowerName(type);
+    auto fn = reinterpret_cast<void (*)(const void*, float*, int64_t)>(dlsym(base_, name.c_str()));
+    if (fn == nullptr) return false;
+    fn(src, dst, k);
+    return true;
+  }
+
   // y [n, rows] = x [n, cols] . W^T with W [rows, cols] of `type` in its file
   // encoding. `repack`: place W in CPU_REPACK (only valid when Repacks()).
   // Returns false (with why()) when ggml could not run it.
@@ -108,6 +118,14 @@ class GgmlReference {
     return false;
   }
 
+  static std::string LowerName(GgmlType type) {
+    std::string n = ggml_type_name(type);
+    for (char& c : n) {
+      if (c >= 'A' && c <= 'Z' && c != 'K') c = static_cast<char>(c - 'A' + 'a');
+    }
+    return n;
+  }
+
   static std::string LibDir() {
     if (const char* env = std::getenv("TROUPE_GGML_LIB_DIR")) return env;
     namespace fs = std::filesystem;
@@ -133,6 +151,7 @@ class GgmlReference {
       return;
     }
     void* base = dlopen((dir + "/libggml-base.so").c_str(), RTLD_NOW | RTLD_GLOBAL);
+    base_ = base;
     void* cpu = base != nullptr ? dlopen((dir + "/libggml-cpu.so").c_str(), RTLD_NOW | RTLD_GLOBAL) : nullptr;
     if (cpu == nullptr) {
       why_ = std::string("dlopen failed: ") + dlerror();
@@ -173,6 +192,7 @@ class GgmlReference {
   }
 
   std::string why_;
+  void* base_ = nullptr;
   void* backend_ = nullptr;
   void* cpu_buft_ = nullptr;
   void* repack_buft_ = nullptr;

@@ -101,6 +101,17 @@ TEST_P(GgmlReferenceTest, OneTokenBitExactWithLlamaCpp) {
   RecordProperty("repacked", repacked);
 }
 
+// dequantize() (embedding rows, DequantizeRow) against ggml's dequantize_row_*.
+TEST_P(GgmlReferenceTest, DequantizeBitExactWithGgml) {
+  const GgmlType type = GetParam();
+  const int64_t n = 16 * 256;
+  const std::vector<uint8_t> w = RandomMatrix(type, 1, n, 3);
+  std::vector<float> want(n), got(n);
+  ASSERT_TRUE(Ref().DequantizeRow(type, w.data(), want.data(), n)) << ggml_type_name(type);
+  dequantize(type, w.data(), got.data(), n);
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(Bits(want[i]), Bits(got[i])) << ggml_type_name(type) << " value " << i;
+}
+
 // Rows of a batch: ours equal our one-row results; llama.cpp's batched rows
 // against its one-row results are counted, not asserted.
 TEST_P(GgmlReferenceTest, BatchRowsEqualOneTokenRows) {
