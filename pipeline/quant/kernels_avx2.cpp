@@ -1,7 +1,10 @@
 // AVX2 kernels (AVX2 + FMA + F16C) for every supported weight type: the path
-// for CPUs without AVX-512. Same arithmetic as the AVX-512 kernels at 256
-// bits: maddubs (unsigned x signed bytes -> int16 pairs) + madd (-> int32)
-// replace VNNI; Q8_0 uses abs(w) x sign(x, w) to stay unsigned x signed.
+// for CPUs without AVX-512. Quantized types follow llama.cpp's x86 paths bit
+// for bit, as the AVX-512 kernels do (kernels_avx512*.cpp, docs/quant-paths.md):
+// vec_dot's eight lanes for Q4_0 (rows % 8 != 0), Q4_1, Q5_0, Q8_0, Q4_K
+// (rows % 8 != 0) and Q6_K; the repacked gemv's one chain per output for
+// Q4_0 and Q4_K with rows % 8 == 0. maddubs (unsigned x signed bytes -> int16
+// pairs) + madd (-> int32) replace VNNI; signed weights use abs(w) x sign(x, w).
 // Only 16 vector registers: tiles are at most 2 weight rows x 2 activation rows
 // (4 for float weights). Activation layouts as in activations.h (Q4_K reads
 // kQ8KPaired, whose 32-value runs line up with its nibbles).

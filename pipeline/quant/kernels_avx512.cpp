@@ -1,30 +1,26 @@
-// AVX-512 kernels (F, BW, VL, VNNI; F16C + FMA) for F32/F16/BF16, Q4_0, Q4_1
-// and Q8_0 weights. K-quants are in kernels_avx512_k.cpp.
+// AVX-512 kernels (F, BW, VL, VNNI; F16C + FMA) for F32/F16/BF16, Q4_0, Q4_1,
+// Q5_0 and Q8_0 weights. K-quants are in kernels_avx512_k.cpp.
 //
-// Q4_1 and Q8_0 (the SmolLM2 Q4_1 file's types) use the ggml-order kernels
-// below (Q4_1GgmlKernel, Q8_0GgmlKernel): bit-identical to llama.cpp's x86
-// vec_dot, one FMA per block and output, at some cost in speed. Q4_0 keeps
-// the faster reassociated kernel described here (llama.cpp repacks Q4_0 on
-// AVX2 machines anyway, a different order again).
+// Every quantized type here follows the path llama.cpp's CPU backend takes
+// for it on an AVX2/AVX-512 x86 CPU, bit for bit (docs/quant-paths.md; checked
+// against llama-cpp-python's libggml by ggml_reference_test.cpp):
+//   Q4_1, Q5_0, Q8_0, and Q4_0 with rows % 8 != 0: ggml_vec_dot_*_q8_* (the
+//     __AVX2__ branch of ggml-cpu/arch/x86/quants.c), eight fp32 lanes, one
+//     FMA per block (GgmlAccPolicy, ggml_acc.h);
+//   Q4_0 with rows % 8 == 0: llama.cpp repacks it (q4_0_8x8) and runs
+//     ggml_gemv_q4_0_8x8_q8_0: one fp32 chain per output, one FMA per block
+//     on the block's whole integer dot (RepackAccPolicy).
+// The integer sums are exact whatever instructions compute them, so the
+// kernels use 256/512-bit VNNI freely; only the fp32 operations must match.
 //
-// Q4_0 (and formerly Q4_1): four 32-value blocks per 512-bit register. Their 16-byte nibble
-// arrays are gathered into the four 128-bit lanes with one two-source
-// permute; low nibbles meet the activations' `lo` halves and high nibbles
-// their `hi` halves (layout kQ8x4), so one VNNI dpbusd per half yields four
-// int32 partial sums per block. The four (d, m) pairs are widened once as 8
-// halves, multiplied by the activations' (d_x, s_x) pairs (ggml Q8_1's s for
-// Q4_1; d_x * sum for Q4_0, whose m is -8 d), spread over the lanes as
-// per-lane scales, and the min terms are added into spare lanes. Horizontal
-// sums happen once per row.
-//
-// Q8_0: two blocks per register. dpbusd is unsigned x signed, so weights are
-// flipped to w + 128 (XOR 0x80) and 128 * sum(x) per block is subtracted
-// from the int32 result, which keeps the dot exact.
+// Q8_0 blocks are decoded two per register. dpbusd is unsigned x signed, so
+// weights are flipped to w + 128 (XOR 0x80) and 128 * the sum of each ggml
+// lane's four activations is subtracted, which keeps every lane exact.
 //
 // On Zen 4 most 512-bit operations issue at one per cycle and loads at one
 // 64-byte line per cycle, so the kernels minimise both: weights are loaded
-// once with 64 + 16 (or 4) byte loads and the activation scales are 32 bytes
-// per group instead of per-lane copies.
+// once with plain loads (a masked 512-bit load streams DRAM at a quarter of
+// the speed) and reused from registers for up to four activation rows.
 
 #include "pipeline/quant/kernels.h"
 

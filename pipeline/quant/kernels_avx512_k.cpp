@@ -1,13 +1,19 @@
-// AVX-512 kernels for the K-quants: Q4_K against kQ8KPaired activations,
-// Q6_K against kQ8K.
+// AVX-512 kernels for the K-quants, in llama.cpp's orders (docs/quant-paths.md):
+//   Q4_K, rows % 8 == 0: llama.cpp repacks it (q4_K_8x8) and runs
+//     ggml_gemv_q4_K_8x8_q8_K: per output one fp32 chain of the super-blocks'
+//     integer dots and one of their min terms, subtracted at the end;
+//   Q4_K, rows % 8 != 0: ggml_vec_dot_q4_K_q8_K (__AVX2__ branch): eight fp32
+//     lanes plus four lanes of min terms (KAccPolicy, ggml_acc.h);
+//   Q6_K: ggml_vec_dot_q6_K_q8_K (__AVX2__ branch; x86 does not repack Q6_K):
+//     eight fp32 lanes (GgmlAccPolicy).
+// Q4_K reads kQ8KPaired activations, Q6_K kQ8K.
 //
 // One super-block (256 values) is four 64-value registers. Weight values are
 // unsigned (Q4_K nibbles 0..15, Q6_K 0..63) so maddubs multiplies them with
-// the signed activations into int16 pairs, and madd applies the sub-block
-// scales (int16 per lane, broadcast per 16/32 values with a word permute)
-// while widening to int32. The whole super-block stays integer; one
-// conversion and FMA per super-block applies d_w * d_x. Q4_K's min term and
-// Q6_K's -32 offset use the activation block sums.
+// the signed activations into int16 pairs (no saturation: |sum| <= 2 * 63 *
+// 128), and madd applies the sub-block scales while widening to int32. The
+// sixteen int32 lanes fold to ggml's eight (Fold8) or sum to the block's dot;
+// integer sums are exact in any order, so only the fp32 steps follow ggml.
 
 #include "pipeline/quant/kernels.h"
 

@@ -1,6 +1,9 @@
 // Portable reference kernels: one weight row against one activation row at a
 // time, integer block dots in int32, fp32 accumulation. The SIMD kernels
-// compute the same sums and are tested against these.
+// compute the same sums and are tested against these (within rounding).
+// Q4_0, Q4_1, Q5_0 and Q8_0 follow ggml's portable *_generic loops (what
+// llama.cpp runs on a CPU without AVX2, which neither repacks); Q4_K and Q6_K
+// sum in their own order, not ggml's generic one.
 
 #include <cstring>
 
