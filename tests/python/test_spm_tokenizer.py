@@ -18,12 +18,16 @@ characters:
   * both references decode our ids back to the string ("▁" in the text comes
     back as a space, in all three);
   * `troupe tokenize --text` with invalid UTF-8 bytes matches llama.cpp.
+  * with add_space_prefix flipped to true in a copy of the file (Llama 2 /
+    Mistral v0.x style dummy prefix), troupe still gives llama.cpp's ids on
+    every string.
 
 Skipped only when the Gemma file (scripts/setup.sh --with-test-deps installs
 it) or a reference package is absent.
 """
 import json
 import re
+import shutil
 import subprocess
 import sys
 
@@ -157,3 +161,37 @@ def test_invalid_utf8_matches_llama_cpp(raw, llama):
                           timeout=120)
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")
     assert json.loads(proc.stdout) == llama.tokenize(raw, add_bos=True, special=True)
+
+
+@pytest.fixture(scope="module")
+def gemma_with_prefix(tmp_path_factory):
+    """A copy of the Gemma file with tokenizer.ggml.add_space_prefix flipped
+    to true (one byte), as Llama 2 and Mistral v0.x vocabularies have it."""
+    key = b"tokenizer.ggml.add_space_prefix"
+    with open(GEMMA, "rb") as f:
+        header = f.read(16 << 20)  # the metadata comes first
+    at = header.find(len(key).to_bytes(8, "little") + key) + 8 + len(key)
+    assert at > 8 + len(key), "no add_space_prefix key in the Gemma file"
+    assert header[at:at + 5] == (7).to_bytes(4, "little") + b"\x00", "add_space_prefix is not a false boolean"
+    path = tmp_path_factory.mktemp("prefix") / "gemma-prefix.gguf"
+    shutil.copyfile(GEMMA, path)
+    with open(path, "r+b") as f:
+        f.seek(at + 4)  # past the value type (7: bool)
+        f.write(b"\x01")
+    yield path
+    path.unlink()
+
+
+def test_dummy_prefix_matches_llama_cpp(corpus, gemma_with_prefix, llama, tmp_path):
+    llama_cpp = pytest.importorskip("llama_cpp")
+    llama_prefix = llama_cpp.Llama(model_path=str(gemma_with_prefix), vocab_only=True, verbose=False)
+    batch = tmp_path / "batch.jsonl"
+    batch.write_text("".join(json.dumps(s) + "\n" for s in corpus), encoding="utf-8")
+    ours = run_troupe_json_lines("tokenize", "--batch", batch, "--model", gemma_with_prefix)
+    ref = [llama_prefix.tokenize(s.encode("utf-8"), add_bos=True, special=True) for s in corpus]
+    mismatches = [(s, o, r) for s, o, r in zip(corpus, ours, ref) if o != r]
+    assert not mismatches, _report(mismatches, "llama.cpp with add_space_prefix")
+    # The prefix really is there, after a control token too: "user" -> "▁user".
+    chat = ours[corpus.index("<start_of_turn>user\nHello!<end_of_turn>\n<start_of_turn>model\n")]
+    space_user = llama.tokenize(b" user", add_bos=False, special=False)  # the file without the prefix
+    assert len(space_user) == 1 and chat[:3] == [BOS, 105, space_user[0]]
