@@ -7,6 +7,7 @@
 
 #include "pipeline/format/gguf_file.h"
 #include "pipeline/format/hf_checkpoint.h"
+#include "pipeline/model_family.h"
 #include "pipeline/text/tokenizer_json.h"
 
 namespace troupe {
@@ -134,11 +135,11 @@ Result<const TensorView*> ModelSource::Require(const std::string& name, const st
 
 Result<ModelConfig> ModelConfigFromGguf(const GgufFile& f) {
   ModelConfig c;
-  TROUPE_ASSIGN_OR_RETURN(c.architecture, f.GetString("general.architecture"));
-  const std::string& a = c.architecture;
-  if (a != "llama" && a != "mistral" && a != "qwen2")
-    return Status::Unsupported(f.path() + ": architecture '" + a +
-                               "' is not supported (Troupe runs Llama-family models: llama, mistral, qwen2)");
+  TROUPE_ASSIGN_OR_RETURN(const std::string a, f.GetString("general.architecture"));
+  const ModelFamily* family = FindFamily(a);
+  if (!family)
+    return Status::Unsupported(f.path() + ": architecture '" + a + "' is not supported (Troupe runs " +
+                               KnownArchitectures() + ")");
   if (auto n = f.GetString("general.name"); n.ok()) c.name = n.value();
   TROUPE_ASSIGN_OR_RETURN(c.n_layers, f.GetInt(a + ".block_count"));
   TROUPE_ASSIGN_OR_RETURN(c.hidden, f.GetInt(a + ".embedding_length"));
@@ -149,15 +150,37 @@ Result<ModelConfig> ModelConfigFromGguf(const GgufFile& f) {
   TROUPE_ASSIGN_OR_RETURN(c.max_positions, f.GetInt(a + ".context_length"));
   c.head_dim = c.n_heads > 0 ? c.hidden / c.n_heads : 0;
   if (auto kl = f.GetInt(a + ".attention.key_length"); kl.ok()) c.head_dim = kl.value();
+  if (auto vl = f.GetInt(a + ".attention.value_length"); vl.ok() && vl.value() != c.head_dim)
+    return Status::Unsupported(f.path() + ": value heads of " + std::to_string(vl.value()) +
+                               " differ from key heads of " + std::to_string(c.head_dim));
   if (auto eps = f.GetFloat(a + ".attention.layer_norm_rms_epsilon"); eps.ok())
     c.rms_eps = static_cast<float>(eps.value());
   if (auto th = f.GetFloat(a + ".rope.freq_base"); th.ok()) c.rope_theta = static_cast<float>(th.value());
   if (auto st = f.GetString(a + ".rope.scaling.type"); st.ok() && st.value() != "none") {
     return Status::Unsupported(f.path() + ": rope scaling type '" + st.value() + "' is not supported");
   }
-  // llama.cpp's converter keeps q/k of llama/mistral permuted (adjacent-pair
-  // rotation); qwen2 is stored unpermuted and rotates halves (NeoX style).
-  c.rope_style = a == "qwen2" ? RopeStyle::kHalves : RopeStyle::kAdjacentPairs;
+  if (auto cap = f.GetFloat(a + ".final_logit_softcapping"); cap.ok() && cap.value() != 0)
+    return Status::Unsupported(f.path() + ": final logit soft-capping is not supported");
+  if (family->sliding_pattern > 0) {
+    if (auto w = f.GetInt(a + ".attention.sliding_window"); w.ok()) c.sliding_window = w.value();
+  }
+  ApplyFamily(*family, &c);
+  if (c.sliding_window > 0) {
+    // The file may name the sliding layers (an array of flags) or the pattern.
+    if (f.Find(a + ".attention.sliding_window_pattern")) {
+      if (auto flags = f.GetIntArray(a + ".attention.sliding_window_pattern"); flags.ok()) {
+        if (static_cast<int64_t>(flags->size()) != c.n_layers)
+          return Status::Corrupt(f.path() + ": " + a + ".attention.sliding_window_pattern has " +
+                                 std::to_string(flags->size()) + " flags for " + std::to_string(c.n_layers) +
+                                 " layers");
+        for (int64_t l = 0; l < c.n_layers; ++l) c.sliding_layers[l] = (*flags)[l] != 0;
+      } else {
+        TROUPE_ASSIGN_OR_RETURN(int64_t n, f.GetInt(a + ".attention.sliding_window_pattern"));
+        for (int64_t l = 0; l < c.n_layers; ++l) c.sliding_layers[l] = n == 0 || l % n < n - 1;
+      }
+    }
+    if (auto th = f.GetFloat(a + ".rope.freq_base_swa"); th.ok()) c.rope_theta_sliding = static_cast<float>(th.value());
+  }
   c.qkv_bias = f.FindTensor("blk.0.attn_q.bias") != nullptr;
   const TensorView* emb = f.FindTensor("token_embd.weight");
   if (!emb) return Status::NotFound(f.path() + ": tensor 'token_embd.weight' is missing");

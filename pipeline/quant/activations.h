@@ -4,7 +4,7 @@
 // vec_dot_type of each weight type). The int8 values and scales are the same
 // bits ggml computes, so our rounding error and llama.cpp's are the same error
 // rather than two independent ones:
-//   Q4_0, Q8_0 weights -> ggml Q8_0; Q4_1 -> ggml Q8_1 (quantize_row_q8_0/_1,
+//   Q4_0, Q5_0, Q8_0 weights -> ggml Q8_0; Q4_1 -> ggml Q8_1 (quantize_row_q8_0/_1,
 //     x86 path), per block of 32 values:
 //       amax = max|x|, d = amax / 127 (fp32), id = amax != 0 ? 127 / amax : 0,
 //       q = round-half-even(x * id); the scale used is fp16(d) (binary16,
@@ -23,10 +23,8 @@
 //
 // Each weight type has a matching activation layout, arranged so the SIMD
 // kernels load activations with plain aligned loads:
-//   kQ8x4 (Q4_0):       groups of 4 blocks of 32 values, low and high halves
-//                       of each block split to line up with the weight nibbles.
-//   kQ8x2 (Q8_0, Q4_1): groups of 2 blocks of 32 values, natural order (the
-//                       order ggml's x86 Q4_1/Q8_0 dot products use).
+//   kQ8x2 (Q4_0, Q4_1, Q5_0, Q8_0): groups of 2 blocks of 32 values, natural
+//                       order (the order ggml's x86 dot products use).
 //   kQ8K  (Q6_K):       256-value super-blocks, natural order, with sums.
 //   kQ8KPaired (Q4_K):  as kQ8K with each 128 values stored as [0..31,
 //                       64..95, 32..63, 96..127] to match Q4_K's nibbles.
@@ -44,23 +42,10 @@
 
 namespace troupe {
 
-enum class ActLayout { kNone, kQ8x4, kQ8x2, kQ8K, kQ8KPaired };
-constexpr int kActLayouts = 5;
+enum class ActLayout { kNone, kQ8x2, kQ8K, kQ8KPaired };
+constexpr int kActLayouts = 4;
 
 ActLayout ActLayoutFor(GgmlType weight_type);
-
-// Q4_0/Q4_1 layout, 128 values. Block k of the group (values 32k..32k+31):
-// lo[16k + j] = q[32k + j], hi[16k + j] = q[32k + 16 + j] (j < 16).
-// ds_q4_1[2k] = fp16(d_k), ds_q4_1[2k + 1] = s_k = fp16(d_k * sum_k)
-// (ggml Q8_1: the pair Q4_1's (d, m) multiply);
-// ds_q4_0[2k] = fp16(d_k), ds_q4_0[2k + 1] = fp16(d_k) * sum_k (exact in
-// fp32; Q4_0's -8 offset multiplies it), sum_k = sum of q over block k.
-struct alignas(64) ActGroupQ8x4 {
-  int8_t lo[64];
-  int8_t hi[64];
-  float ds_q4_1[8];
-  float ds_q4_0[8];
-};
 
 // Q8_0 / Q8_1 layout, 64 values. Block k: q[32k + j] = value j;
 // d[k] = fp16(d_k); s[k] = fp16(d_k * sum_k) (ggml Q8_1's s, which Q4_1's m
@@ -86,7 +71,6 @@ struct alignas(64) ActBlockQ8K {
   uint8_t pad[12];
 };
 
-static_assert(sizeof(ActGroupQ8x4) == 192, "");
 static_assert(sizeof(ActGroupQ8x2) == 128, "");
 static_assert(sizeof(ActBlockQ8K) == 320, "");
 

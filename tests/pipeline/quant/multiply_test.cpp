@@ -57,7 +57,6 @@ std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
 
 int64_t ActBlock(GgmlType type) {
   switch (ActLayoutFor(type)) {
-    case ActLayout::kQ8x4:
     case ActLayout::kQ8x2: return 32;
     case ActLayout::kQ8K:
     case ActLayout::kQ8KPaired: return 256;
@@ -189,7 +188,7 @@ TEST_P(MultiplyTest, MatchesFp32ReferenceOnEveryIsa) {
 std::vector<Case> AllCases() {
   std::vector<Case> cases;
   for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0,
-                        GgmlType::Q4_K, GgmlType::Q6_K}) {
+                        GgmlType::Q5_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
     const bool k_quant = ggml_block_values(type) == 256;
     for (int64_t cols : {256, 576, 1536, 4096}) {
       if (k_quant && cols % 256 != 0) continue;
@@ -198,7 +197,7 @@ std::vector<Case> AllCases() {
   }
   // Block counts that leave partial SIMD groups (1 and 3 blocks past a group
   // of 4; an odd number of Q8_0 blocks) and float widths off the vector size.
-  for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0}) {
+  for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q8_0}) {
     cases.push_back({type, 160});
     cases.push_back({type, 224});
   }
