@@ -304,6 +304,18 @@ Result<std::vector<int64_t>> GgufFile::GetIntArray(const std::string& key) const
   return out;
 }
 
+Result<std::vector<double>> GgufFile::GetFloatArray(const std::string& key) const {
+  const GgufValue* v = Find(key);
+  if (!v) return Status::NotFound(path() + ": metadata key '" + key + "' is missing");
+  const bool is_float = v->elem_type == GgufValueType::kF32 || v->elem_type == GgufValueType::kF64;
+  if (v->type != GgufValueType::kArray || !(is_float || IsIntegerType(v->elem_type)))
+    return Status::InvalidArgument(path() + ": metadata key '" + key + "' is not an array of numbers");
+  std::vector<double> out;
+  out.reserve(v->items.size());
+  for (const auto& item : v->items) out.push_back(is_float ? item.f : static_cast<double>(item.i));
+  return out;
+}
+
 const TensorView* GgufFile::FindTensor(const std::string& name) const {
   auto it = tensor_index_.find(name);
   return it == tensor_index_.end() ? nullptr : &tensors_[it->second];

@@ -208,6 +208,15 @@ Result<TokenizerSpec> TokenizerSpecFromGguf(const GgufFile& f) {
   if (f.Find("tokenizer.ggml.merges")) {
     TROUPE_ASSIGN_OR_RETURN(s.merges, f.GetStringArray("tokenizer.ggml.merges"));
   }
+  if (f.Find("tokenizer.ggml.scores")) {
+    TROUPE_ASSIGN_OR_RETURN(auto scores, f.GetFloatArray("tokenizer.ggml.scores"));
+    s.scores.assign(scores.begin(), scores.end());  // stored as f32; the Tokenizer checks the count
+  }
+  // llama.cpp's defaults for a SentencePiece vocabulary whose file is silent.
+  const bool spm = s.model == "llama";
+  s.add_space_prefix = spm;
+  s.add_bos = spm;
+  if (auto prefix = f.GetBool("tokenizer.ggml.add_space_prefix"); prefix.ok()) s.add_space_prefix = prefix.value();
   auto id = [&](const char* key, int32_t* out) -> Status {
     if (!f.Find(key)) return Status::Ok();
     TROUPE_ASSIGN_OR_RETURN(int64_t v, f.GetInt(key));
@@ -220,6 +229,7 @@ Result<TokenizerSpec> TokenizerSpecFromGguf(const GgufFile& f) {
   TROUPE_RETURN_IF_ERROR(id("tokenizer.ggml.eos_token_id", &s.eos_id));
   TROUPE_RETURN_IF_ERROR(id("tokenizer.ggml.eot_token_id", &s.eot_id));
   TROUPE_RETURN_IF_ERROR(id("tokenizer.ggml.padding_token_id", &s.pad_id));
+  TROUPE_RETURN_IF_ERROR(id("tokenizer.ggml.unknown_token_id", &s.unk_id));
   if (auto add = f.GetBool("tokenizer.ggml.add_bos_token"); add.ok()) s.add_bos = add.value();
   if (auto tmpl = f.GetString("tokenizer.chat_template"); tmpl.ok()) s.chat_template = tmpl.value();
   return s;
