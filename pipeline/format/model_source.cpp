@@ -8,6 +8,7 @@
 #include "pipeline/format/gguf_file.h"
 #include "pipeline/format/hf_checkpoint.h"
 #include "pipeline/model_family.h"
+#include "pipeline/text/end_of_turn.h"
 #include "pipeline/text/tokenizer_json.h"
 
 namespace troupe {
@@ -228,6 +229,7 @@ Result<TokenizerSpec> TokenizerSpecFromGguf(const GgufFile& f) {
   TROUPE_RETURN_IF_ERROR(id("tokenizer.ggml.bos_token_id", &s.bos_id));
   TROUPE_RETURN_IF_ERROR(id("tokenizer.ggml.eos_token_id", &s.eos_id));
   TROUPE_RETURN_IF_ERROR(id("tokenizer.ggml.eot_token_id", &s.eot_id));
+  if (s.eot_id < 0) s.eot_id = FindEndOfTurn(s);  // Gemma's <end_of_turn> is not named in its file
   TROUPE_RETURN_IF_ERROR(id("tokenizer.ggml.padding_token_id", &s.pad_id));
   TROUPE_RETURN_IF_ERROR(id("tokenizer.ggml.unknown_token_id", &s.unk_id));
   if (auto add = f.GetBool("tokenizer.ggml.add_bos_token"); add.ok()) s.add_bos = add.value();

@@ -44,5 +44,19 @@ TEST(GgufGemma3, ConfigHasTheFamilysTraits) {
     EXPECT_NE((*file)->FindTensor(t), nullptr) << t;
 }
 
+// The file names no end-of-turn token; <end_of_turn> (106) is found by its
+// text, as llama.cpp finds it, so a chat answer stops there.
+TEST(GgufGemma3, EndOfTurnIsFoundByItsText) {
+  if (::access(kGemma.c_str(), R_OK) != 0) GTEST_SKIP() << "scripts/setup.sh --with-test-deps installs " << kGemma;
+  auto file = GgufFile::Open(kGemma);
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  auto spec = TokenizerSpecFromGguf(**file);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->model, "llama");
+  EXPECT_EQ(spec->eos_id, 1);
+  EXPECT_EQ(spec->eot_id, 106);
+  EXPECT_EQ(spec->tokens[106], "<end_of_turn>");
+}
+
 }  // namespace
 }  // namespace troupe
