@@ -198,8 +198,8 @@ struct Q4_0RepackKernel : RepackAccPolicy {
         const float dw = HalfAt(p);
         for (int j = 0; j < T; ++j) {
           float dx;
-          const int32_t isum = SumI32x8(BlockDot(q_abs, q, a, t0 + j, b, &dx));
-          acc[i][j] = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_cvtsi32_si128(isum)), _mm_set_ss(dw * dx), acc[i][j]);
+          const __m128i isum = SumI32x8(BlockDot(q_abs, q, a, t0 + j, b, &dx));
+          acc[i][j] = _mm_fmadd_ps(_mm_cvtepi32_ps(isum), _mm_set_ss(dw * dx), acc[i][j]);  // lanes 1-3: + 0
         }
       }
     }
@@ -291,10 +291,13 @@ struct Q4KRepackKernel : RepackAccPolicy {
       Q4KSuperBlock<T>(a, p, t0, sb, isum, msum);
       for (int j = 0; j < T; ++j) {
         const float dx = XBlock(a, t0 + j, sb)->d;
-        const __m128i m2 = _mm_add_epi32(msum[j], _mm_unpackhi_epi64(msum[j], msum[j]));
-        const int32_t mi = _mm_cvtsi128_si32(_mm_add_epi32(m2, _mm_srli_epi64(m2, 32)));
+        // lane 0: the super-block's dot, lane 1: its min sum
+        const __m128i ints = _mm_hadd_epi32(
+            _mm_hadd_epi32(_mm_add_epi32(_mm256_castsi256_si128(isum[j]), _mm256_extracti128_si256(isum[j], 1)),
+                           msum[j]),
+            _mm_setzero_si128());
         const __m128 scale = _mm_setr_ps(d * dx, dmin * dx, 0.0f, 0.0f);
-        acc[0][j] = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_setr_epi32(SumI32x8(isum[j]), mi, 0, 0)), scale, acc[0][j]);
+        acc[0][j] = _mm_fmadd_ps(_mm_cvtepi32_ps(ints), scale, acc[0][j]);
       }
     }
   }

@@ -371,8 +371,8 @@ struct Q4_0RepackKernel : RepackAccPolicy {
         const float dw = HalfAt(p);
         for (int j = 0; j < T; ++j) {
           float dx;
-          const int32_t isum = SumI32x8(BlockDot(q_abs, q, a, t0 + j, b, &dx));
-          acc[i][j] = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_cvtsi32_si128(isum)), _mm_set_ss(dw * dx), acc[i][j]);
+          const __m128i isum = SumI32x8(BlockDot(q_abs, q, a, t0 + j, b, &dx));
+          acc[i][j] = _mm_fmadd_ps(_mm_cvtepi32_ps(isum), _mm_set_ss(dw * dx), acc[i][j]);  // lanes 1-3: + 0
         }
       }
     }
