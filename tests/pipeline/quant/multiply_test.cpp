@@ -188,7 +188,7 @@ TEST_P(MultiplyTest, MatchesFp32ReferenceOnEveryIsa) {
 std::vector<Case> AllCases() {
   std::vector<Case> cases;
   for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0,
-                        GgmlType::Q5_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+                        GgmlType::Q5_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     const bool k_quant = ggml_block_values(type) == 256;
     for (int64_t cols : {256, 576, 1536, 4096}) {
       if (k_quant && cols % 256 != 0) continue;
