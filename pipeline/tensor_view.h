@@ -24,6 +24,7 @@ enum class GgmlType : uint32_t {
   Q5_0 = 6,
   Q8_0 = 8,
   Q4_K = 12,
+  Q5_K = 13,
   Q6_K = 14,
   BF16 = 30,
 };

@@ -214,7 +214,7 @@ Result<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path) {
     if (!ggml_type_supported(type))
       return Status::Unsupported(path + ": tensor '" + tv.name + "' has type " + std::to_string(type) +
                                  ", which Troupe cannot decode (supported: F32, F16, BF16, Q4_0, Q4_1, "
-                                 "Q5_0, Q8_0, Q4_K, Q6_K)");
+                                 "Q5_0, Q8_0, Q4_K, Q5_K, Q6_K)");
     tv.type = static_cast<GgmlType>(type);
     const auto bv = static_cast<uint64_t>(ggml_block_values(tv.type));
     if (dims[0] % bv != 0)

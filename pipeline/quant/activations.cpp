@@ -215,6 +215,7 @@ ActLayout ActLayoutFor(GgmlType weight_type) {
     case GgmlType::Q5_0:
     case GgmlType::Q8_0: return ActLayout::kQ8x2;
     case GgmlType::Q4_K: return ActLayout::kQ8KPaired;
+    case GgmlType::Q5_K:
     case GgmlType::Q6_K: return ActLayout::kQ8K;
     case GgmlType::F32:
     case GgmlType::F16:

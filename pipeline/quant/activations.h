@@ -10,7 +10,7 @@
 //       q = round-half-even(x * id); the scale used is fp16(d) (binary16,
 //       round to nearest even, widened back to fp32), and Q8_1 adds
 //       s = fp16(d * sum(q)) (fp32 d, not the rounded one).
-//   Q4_K, Q6_K weights -> ggml Q8_K (quantize_row_q8_K_ref), per 256 values:
+//   Q4_K, Q5_K, Q6_K weights -> ggml Q8_K (quantize_row_q8_K_ref), per 256 values:
 //       max = the first value of largest magnitude (with its sign),
 //       iscale = -127 / max, q = min(127, round-half-even(iscale * x)),
 //       d = 1 / iscale (fp32; negative when max > 0, q then has flipped
@@ -25,7 +25,7 @@
 // kernels load activations with plain aligned loads:
 //   kQ8x2 (Q4_0, Q4_1, Q5_0, Q8_0): groups of 2 blocks of 32 values, natural
 //                       order (the order ggml's x86 dot products use).
-//   kQ8K  (Q6_K):       256-value super-blocks, natural order, with sums.
+//   kQ8K  (Q5_K, Q6_K):       256-value super-blocks, natural order, with sums.
 //   kQ8KPaired (Q4_K):  as kQ8K with each 128 values stored as [0..31,
 //                       64..95, 32..63, 96..127] to match Q4_K's nibbles.
 //   kNone (F32, F16, BF16): no quantization; kernels read fp32 directly.

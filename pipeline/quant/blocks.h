@@ -57,6 +57,18 @@ struct BlockQ4K {
   uint8_t qs[kQkK / 2];
 };
 
+// Q5_K: Q4_K with a fifth bit per value: scales as Q4_K; for c in [0, 4) and
+// l in [0, 32), x[64c + l] = d*sc[2c]*((qs[32c+l] & 15) + 16 * (qh[l] >> 2c & 1))
+// - dmin*m[2c], x[64c + 32 + l] = d*sc[2c+1]*((qs[32c+l] >> 4) + 16 *
+// (qh[l] >> (2c+1) & 1)) - dmin*m[2c+1].
+struct BlockQ5K {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[12];
+  uint8_t qh[kQkK / 8];
+  uint8_t qs[kQkK / 2];
+};
+
 // Q6_K: 6-bit values q in [0, 64) stored as a low nibble (ql) and two high
 // bits (qh); 16 signed 8-bit scales, one per 16 values: x[i] =
 // d * scales[i / 16] * (q[i] - 32). For half h (128 values) and l in [0, 32),
@@ -77,6 +89,7 @@ static_assert(sizeof(BlockQ4_1) == 20, "Q4_1 block is 20 bytes");
 static_assert(sizeof(BlockQ5_0) == 22, "Q5_0 block is 22 bytes");
 static_assert(sizeof(BlockQ8_0) == 34, "Q8_0 block is 34 bytes");
 static_assert(sizeof(BlockQ4K) == 144, "Q4_K block is 144 bytes");
+static_assert(sizeof(BlockQ5K) == 176, "Q5_K block is 176 bytes");
 static_assert(sizeof(BlockQ6K) == 210, "Q6_K block is 210 bytes");
 static_assert(offsetof(BlockQ6K, d) == 208, "Q6_K d is last");
 

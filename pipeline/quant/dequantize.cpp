@@ -89,6 +89,29 @@ void DequantizeQ4K(const uint8_t* src, float* dst, int64_t nb) {
   }
 }
 
+void DequantizeQ5K(const uint8_t* src, float* dst, int64_t nb) {
+  for (int64_t b = 0; b < nb; ++b, src += sizeof(BlockQ5K), dst += kQkK) {
+    BlockQ5K blk;
+    std::memcpy(&blk, src, sizeof blk);
+    const float d = Fp16ToFp32(blk.d);
+    const float dmin = Fp16ToFp32(blk.dmin);
+    uint8_t sc[8], m[8];
+    UnpackQ4KScales(blk.scales, sc, m);
+    for (int c = 0; c < 4; ++c) {
+      const float d_lo = d * sc[2 * c], m_lo = dmin * m[2 * c];
+      const float d_hi = d * sc[2 * c + 1], m_hi = dmin * m[2 * c + 1];
+      const uint8_t* q = blk.qs + 32 * c;
+      float* y = dst + 64 * c;
+      for (int l = 0; l < 32; ++l) {
+        const int lo = (q[l] & 0x0F) + 16 * ((blk.qh[l] >> (2 * c)) & 1);
+        const int hi = (q[l] >> 4) + 16 * ((blk.qh[l] >> (2 * c + 1)) & 1);
+        y[l] = d_lo * static_cast<float>(lo) - m_lo;
+        y[l + 32] = d_hi * static_cast<float>(hi) - m_hi;
+      }
+    }
+  }
+}
+
 void DequantizeQ6K(const uint8_t* src, float* dst, int64_t nb) {
   for (int64_t b = 0; b < nb; ++b, src += sizeof(BlockQ6K), dst += kQkK) {
     BlockQ6K blk;
@@ -133,6 +156,7 @@ void dequantize(GgmlType type, const uint8_t* src, float* dst, int64_t n) {
     case GgmlType::Q5_0: return DequantizeQ5_0(src, dst, nb);
     case GgmlType::Q8_0: return DequantizeQ8_0(src, dst, nb);
     case GgmlType::Q4_K: return DequantizeQ4K(src, dst, nb);
+    case GgmlType::Q5_K: return DequantizeQ5K(src, dst, nb);
     case GgmlType::Q6_K: return DequantizeQ6K(src, dst, nb);
   }
 }

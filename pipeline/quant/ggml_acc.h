@@ -91,11 +91,12 @@ struct RepackAccPolicy {
   }
 };
 
-// Sum of the eight int32 lanes (exact; any order gives the same integer).
-inline int32_t SumI32x8(__m256i v) {
+// Sum of the eight int32 lanes in lane 0 (exact; any order gives the same
+// integer), kept in a vector register.
+inline __m128i SumI32x8(__m256i v) {
   __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
   s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
-  return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_srli_epi64(s, 32)));
+  return _mm_add_epi32(s, _mm_srli_epi64(s, 32));
 }
 
 }  // namespace

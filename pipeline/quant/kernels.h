@@ -19,7 +19,7 @@
 // (same bits; ggml_reference_test.cpp checks it against llama-cpp-python's
 // libggml), following the path llama.cpp takes per type and shape
 // (docs/quant-paths.md):
-//   Q4_1, Q5_0, Q8_0, Q6_K:     ggml_vec_dot_<type>_q8_* (__AVX2__ branch);
+//   Q4_1, Q5_0, Q8_0, Q5_K, Q6_K: ggml_vec_dot_<type>_q8_* (__AVX2__ branch);
 //   Q4_0, Q4_K, rows % 8 == 0:  the repacked gemv (ggml_gemv_q4_0_8x8_q8_0,
 //                               ggml_gemv_q4_K_8x8_q8_K), GgmlRepacks below;
 //   Q4_0, Q4_K, other rows:     ggml_vec_dot_<type>_q8_* (__AVX2__ branch).

@@ -2,7 +2,7 @@
 // for CPUs without AVX-512. Quantized types follow llama.cpp's x86 paths bit
 // for bit, as the AVX-512 kernels do (kernels_avx512*.cpp, docs/quant-paths.md):
 // vec_dot's eight lanes for Q4_0 (rows % 8 != 0), Q4_1, Q5_0, Q8_0, Q4_K
-// (rows % 8 != 0) and Q6_K; the repacked gemv's one chain per output for
+// (rows % 8 != 0), Q5_K and Q6_K; the repacked gemv's one chain per output for
 // Q4_0 and Q4_K with rows % 8 == 0. maddubs (unsigned x signed bytes -> int16
 // pairs) + madd (-> int32) replace VNNI; signed weights use abs(w) x sign(x, w).
 // Only 16 vector registers: tiles are at most 2 weight rows x 2 activation rows
@@ -198,8 +198,8 @@ struct Q4_0RepackKernel : RepackAccPolicy {
         const float dw = HalfAt(p);
         for (int j = 0; j < T; ++j) {
           float dx;
-          const int32_t isum = SumI32x8(BlockDot(q_abs, q, a, t0 + j, b, &dx));
-          acc[i][j] = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_cvtsi32_si128(isum)), _mm_set_ss(dw * dx), acc[i][j]);
+          const __m128i isum = SumI32x8(BlockDot(q_abs, q, a, t0 + j, b, &dx));
+          acc[i][j] = _mm_fmadd_ps(_mm_cvtepi32_ps(isum), _mm_set_ss(dw * dx), acc[i][j]);  // lanes 1-3: + 0
         }
       }
     }
@@ -291,10 +291,13 @@ struct Q4KRepackKernel : RepackAccPolicy {
       Q4KSuperBlock<T>(a, p, t0, sb, isum, msum);
       for (int j = 0; j < T; ++j) {
         const float dx = XBlock(a, t0 + j, sb)->d;
-        const __m128i m2 = _mm_add_epi32(msum[j], _mm_unpackhi_epi64(msum[j], msum[j]));
-        const int32_t mi = _mm_cvtsi128_si32(_mm_add_epi32(m2, _mm_srli_epi64(m2, 32)));
+        // lane 0: the super-block's dot, lane 1: its min sum
+        const __m128i ints = _mm_hadd_epi32(
+            _mm_hadd_epi32(_mm_add_epi32(_mm256_castsi256_si128(isum[j]), _mm256_extracti128_si256(isum[j], 1)),
+                           msum[j]),
+            _mm_setzero_si128());
         const __m128 scale = _mm_setr_ps(d * dx, dmin * dx, 0.0f, 0.0f);
-        acc[0][j] = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_setr_epi32(SumI32x8(isum[j]), mi, 0, 0)), scale, acc[0][j]);
+        acc[0][j] = _mm_fmadd_ps(_mm_cvtepi32_ps(ints), scale, acc[0][j]);
       }
     }
   }
@@ -304,6 +307,57 @@ void Q4KRows(const MatmulArgs& a, int64_t r0, int64_t r1) {
   if (a.repacked) return tiling::Rows<Q4KRepackKernel>(a, r0, r1);
   tiling::Rows<Q4KVecDotKernel>(a, r0, r1);
 }
+
+// Q5_K as ggml_vec_dot_q5_K_q8_K (__AVX2__ branch), kQ8K activations: per
+// 64 values c, q = nibble + 16 * fifth bit (qh bit 2c / 2c + 1); eight lanes
+// acc = fma(d_x d_w, lanes, acc); the min terms go into one scalar chain
+// summs = fma(-d_x dmin_w, float(sum m bsum32), summs) (gcc contracts ggml's
+// `summs += dmin * isum`), added after hsum_float_8 (GgmlAccPolicy's s).
+// Also the AVX-512 build's Q5_K kernel.
+struct Q5KKernel : GgmlAccPolicy {
+  static constexpr int kMaxR = 1, kMaxT = 2;
+  static constexpr int64_t kBlockBytes = 176;
+
+  template <int R, int T>
+  static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, GgmlAcc (&acc)[R][T]) {
+    static_assert(R == 1, "K-quant tiles are one weight row");
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    const __m256i bit4 = _mm256_set1_epi8(0x10);
+    const uint8_t* row = a.w + r * a.row_bytes;
+    for (int64_t sb = 0; sb < a.cols / 256; ++sb) {
+      const uint8_t* p = row + sb * kBlockBytes;
+      const float d = HalfAt(p), dmin = HalfAt(p + 2);
+      uint64_t sc8, mn8;
+      UnpackQ4KScalesPacked(p + 4, &sc8, &mn8);
+      const __m256i qh = LoadU256(p + 16);
+      __m256i isum[T];
+      for (int j = 0; j < T; ++j) isum[j] = _mm256_setzero_si256();
+      for (int c = 0; c < 4; ++c) {
+        const __m256i qv = LoadU256(p + 48 + 32 * c);
+        // fifth bits 2c and 2c + 1 moved to bit 4 of each byte
+        const __m256i h_lo = _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(qh, 2 * c), 4), bit4);
+        const __m256i h_hi = _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(qh, 2 * c + 1), 4), bit4);
+        const __m256i lo = _mm256_or_si256(_mm256_and_si256(qv, low4), h_lo);
+        const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qv, 4), low4), h_hi);
+        const __m256i s_lo = _mm256_set1_epi16(static_cast<int16_t>((sc8 >> (16 * c)) & 0xFF));
+        const __m256i s_hi = _mm256_set1_epi16(static_cast<int16_t>((sc8 >> (16 * c + 8)) & 0xFF));
+        for (int j = 0; j < T; ++j) {
+          const ActBlockQ8K* x = XBlock(a, t0 + j, sb);
+          isum[j] = _mm256_add_epi32(isum[j], DotScaled(lo, x->q + 64 * c, s_lo));
+          isum[j] = _mm256_add_epi32(isum[j], DotScaled(hi, x->q + 64 * c + 32, s_hi));
+        }
+      }
+      const __m128i mn16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(mn8)));
+      for (int j = 0; j < T; ++j) {
+        const ActBlockQ8K* x = XBlock(a, t0 + j, sb);
+        const __m128i prod = _mm_madd_epi16(mn16, _mm_load_si128(reinterpret_cast<const __m128i*>(x->bsum32)));
+        const __m128i msum = _mm_hadd_epi32(_mm_hadd_epi32(prod, _mm_setzero_si128()), _mm_setzero_si128());
+        acc[0][j].v = _mm256_fmadd_ps(_mm256_set1_ps(x->d * d), _mm256_cvtepi32_ps(isum[j]), acc[0][j].v);
+        acc[0][j].s = _mm_fmadd_ss(_mm_set_ss(-x->d * dmin), _mm_cvtepi32_ps(msum), acc[0][j].s);
+      }
+    }
+  }
+};
 
 // Q6_K as ggml_vec_dot_q6_K_q8_K: each 32-value chunk's 256-bit dot already
 // has ggml's lanes (lane m: values 4m..4m+3), less 32 (sc bsum16) per lane
@@ -426,6 +480,7 @@ RowsKernel GetAvx2Kernel(GgmlType type) {
     case GgmlType::Q5_0: return tiling::Rows<Q50GgmlKernel<Q5_0Bits>>;
     case GgmlType::Q8_0: return tiling::Rows<Q8_0Kernel>;
     case GgmlType::Q4_K: return Q4KRows;
+    case GgmlType::Q5_K: return tiling::Rows<Q5KKernel>;
     case GgmlType::Q6_K: return tiling::Rows<Q6KKernel>;
   }
   return nullptr;

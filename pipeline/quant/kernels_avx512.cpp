@@ -1,5 +1,6 @@
 // AVX-512 kernels (F, BW, VL, VNNI; F16C + FMA) for F32/F16/BF16, Q4_0, Q4_1,
-// Q5_0 and Q8_0 weights. K-quants are in kernels_avx512_k.cpp.
+// Q5_0 and Q8_0 weights. Q4_K and Q6_K are in kernels_avx512_k.cpp; Q5_K
+// uses the AVX2 kernel (kernels_avx2.cpp).
 //
 // Every quantized type here follows the path llama.cpp's CPU backend takes
 // for it on an AVX2/AVX-512 x86 CPU, bit for bit (docs/quant-paths.md; checked
@@ -371,8 +372,8 @@ struct Q4_0RepackKernel : RepackAccPolicy {
         const float dw = HalfAt(p);
         for (int j = 0; j < T; ++j) {
           float dx;
-          const int32_t isum = SumI32x8(BlockDot(q_abs, q, a, t0 + j, b, &dx));
-          acc[i][j] = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_cvtsi32_si128(isum)), _mm_set_ss(dw * dx), acc[i][j]);
+          const __m128i isum = SumI32x8(BlockDot(q_abs, q, a, t0 + j, b, &dx));
+          acc[i][j] = _mm_fmadd_ps(_mm_cvtepi32_ps(isum), _mm_set_ss(dw * dx), acc[i][j]);  // lanes 1-3: + 0
         }
       }
     }
@@ -446,6 +447,7 @@ RowsKernel GetAvx512Kernel(GgmlType type) {
     case GgmlType::Q8_0: return tiling::Rows<Q8_0GgmlKernel>;
     case GgmlType::Q4_K:
     case GgmlType::Q6_K: return GetAvx512KQuantKernel(type);
+    case GgmlType::Q5_K: return GetAvx2Kernel(type);  // 256-bit, ggml's own loop shape
   }
   return nullptr;
 }

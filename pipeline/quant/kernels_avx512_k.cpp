@@ -150,12 +150,12 @@ struct Q4KRepackKernel : RepackAccPolicy {
       dec.Decode(row + sb * kBlockBytes, &w);
       for (int j = 0; j < T; ++j) {
         const ActBlockQ8K* x = XBlock(a, t0 + j, sb);
-        const __m128i mins = Q4KMins(w, x);
-        const __m128i m2 = _mm_add_epi32(mins, _mm_unpackhi_epi64(mins, mins));
-        const int32_t isum = _mm512_reduce_add_epi32(Q4KDot(w, x));
-        const int32_t msum = _mm_cvtsi128_si32(_mm_add_epi32(m2, _mm_srli_epi64(m2, 32)));
+        // lane 0: the super-block's dot, lane 1: its min sum
+        const __m256i dot8 = Fold8(Q4KDot(w, x));
+        const __m128i dot4 = _mm_add_epi32(_mm256_castsi256_si128(dot8), _mm256_extracti128_si256(dot8, 1));
+        const __m128i ints = _mm_hadd_epi32(_mm_hadd_epi32(dot4, Q4KMins(w, x)), _mm_setzero_si128());
         const __m128 scale = _mm_setr_ps(w.d * x->d, w.dmin * x->d, 0.0f, 0.0f);
-        acc[0][j] = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_setr_epi32(isum, msum, 0, 0)), scale, acc[0][j]);
+        acc[0][j] = _mm_fmadd_ps(_mm_cvtepi32_ps(ints), scale, acc[0][j]);
       }
     }
   }

@@ -136,6 +136,30 @@ float DotQ4K(const uint8_t* w, const uint8_t* xq, int64_t cols) {
   return acc;
 }
 
+float DotQ5K(const uint8_t* w, const uint8_t* xq, int64_t cols) {
+  const auto* xb = reinterpret_cast<const ActBlockQ8K*>(xq);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < cols / kQkK; ++b) {
+    BlockQ5K blk;
+    std::memcpy(&blk, w + b * sizeof(BlockQ5K), sizeof blk);
+    uint8_t sc[8], m[8];
+    UnpackQ4KScales(blk.scales, sc, m);
+    const ActBlockQ8K& x = xb[b];
+    int32_t isum = 0, msum = 0;
+    for (int c = 0; c < 4; ++c) {
+      int32_t lo = 0, hi = 0;
+      for (int l = 0; l < 32; ++l) {
+        lo += ((blk.qs[32 * c + l] & 0x0F) + 16 * ((blk.qh[l] >> (2 * c)) & 1)) * x.q[64 * c + l];
+        hi += ((blk.qs[32 * c + l] >> 4) + 16 * ((blk.qh[l] >> (2 * c + 1)) & 1)) * x.q[64 * c + 32 + l];
+      }
+      isum += sc[2 * c] * lo + sc[2 * c + 1] * hi;
+    }
+    for (int i = 0; i < 8; ++i) msum += m[i] * x.bsum32[i];
+    acc += Fp16ToFp32(blk.d) * x.d * static_cast<float>(isum) - Fp16ToFp32(blk.dmin) * x.d * static_cast<float>(msum);
+  }
+  return acc;
+}
+
 float DotQ6K(const uint8_t* w, const uint8_t* xq, int64_t cols) {
   const auto* xb = reinterpret_cast<const ActBlockQ8K*>(xq);
   float acc = 0.0f;
@@ -205,6 +229,7 @@ RowsKernel GetScalarKernel(GgmlType type) {
     case GgmlType::Q5_0: return QuantRows<DotQ5_0>;
     case GgmlType::Q8_0: return QuantRows<DotQ8_0>;
     case GgmlType::Q4_K: return QuantRows<DotQ4K>;
+    case GgmlType::Q5_K: return QuantRows<DotQ5K>;
     case GgmlType::Q6_K: return QuantRows<DotQ6K>;
   }
   return nullptr;

@@ -1,10 +1,10 @@
 // QuantMatrix: a [rows, cols] weight matrix kept in its file encoding (F32,
-// F16, BF16, Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q6_K) and multiplied without
-// expanding it.
+// F16, BF16, Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K) and multiplied
+// without expanding it.
 //
 // Quantized products equal llama.cpp's CPU results bit for bit (x86 with
 // AVX2 or AVX-512, one activation row): each type follows the path llama.cpp
-// takes for it — vec_dot for Q4_1, Q5_0, Q8_0, Q6_K, and for Q4_0 / Q4_K
+// takes for it — vec_dot for Q4_1, Q5_0, Q8_0, Q5_K, Q6_K, and for Q4_0 / Q4_K
 // unless rows % 8 == 0, when llama.cpp repacks them and runs its 8x8 gemv
 // (kernels.h, docs/quant-paths.md).
 //
@@ -43,7 +43,7 @@ class QuantMatrix {
   // Uses up to `threads` threads (0 = omp_get_max_threads(): OMP_NUM_THREADS
   // or the core count). For quantized weights x is first quantized to 8 bits
   // exactly as llama.cpp's CPU backend does (ggml Q8_0/Q8_1 per 32 values
-  // with fp16 scales, Q8_K per 256 for Q4_K/Q6_K; activations.h) and each
+  // with fp16 scales, Q8_K per 256 for the K-quants; activations.h) and each
   // row is then llama.cpp's one-token result bit for bit (see above), so
   // |y - exact| <= sum_c |W[r, c]| * d_b / 2 plus the fp16 rounding of the
   // scales and fp32 rounding (multiply_test.cpp states the full bound),

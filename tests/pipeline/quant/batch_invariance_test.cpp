@@ -95,7 +95,8 @@ TEST(BatchInvariance, EveryWeightTypeGivesBitIdenticalRows) {
       {GgmlType::BF16, 576, kMatrixRows},   {GgmlType::Q4_0, 160, kMatrixRows},    {GgmlType::Q4_0, 576, kRepackedRows},
       {GgmlType::Q4_1, 160, kMatrixRows},   {GgmlType::Q4_1, 1536, kMatrixRows},   {GgmlType::Q5_0, 160, kMatrixRows},
       {GgmlType::Q5_0, 640, kRepackedRows}, {GgmlType::Q8_0, 544, kMatrixRows},    {GgmlType::Q8_0, 576, kMatrixRows},
-      {GgmlType::Q4_K, 512, kMatrixRows},   {GgmlType::Q4_K, 1024, kRepackedRows}, {GgmlType::Q6_K, 768, kMatrixRows},
+      {GgmlType::Q4_K, 512, kMatrixRows},   {GgmlType::Q4_K, 1024, kRepackedRows}, {GgmlType::Q5_K, 512, kMatrixRows},
+      {GgmlType::Q6_K, 768, kMatrixRows},
   };
   for (const Spec& s : specs) {
     const std::vector<uint8_t> bytes = RandomMatrix(s.type, s.rows, s.cols, 11);
@@ -116,7 +117,7 @@ TEST(BatchInvariance, SharedInputCallsGiveBitIdenticalRows) {
   };
   const Set sets[] = {
       {576, {GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::F16, GgmlType::Q4_0, GgmlType::BF16, GgmlType::Q5_0}},
-      {512, {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q4_1, GgmlType::F32, GgmlType::Q4_K}},
+      {512, {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q4_1, GgmlType::F32, GgmlType::Q4_K, GgmlType::Q5_K}},
   };
   for (const Set& set : sets) {
     std::vector<std::vector<uint8_t>> bytes;

@@ -20,6 +20,7 @@
 #include <dlfcn.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -138,6 +139,10 @@ class GgmlReference {
     return "";
   }
 
+  static void QuietLog(int level, const char* text, void*) {
+    if (level == 3 || level == 4) std::fputs(text, stderr);
+  }
+
   template <class F>
   bool Sym(void* lib, const char* name, F* out) {
     *out = reinterpret_cast<F>(dlsym(lib, name));
@@ -179,6 +184,10 @@ class GgmlReference {
         !Sym(cpu, "quantize_row_q8_1", &q8_1_) || !Sym(cpu, "quantize_row_q8_K", &q8_k_)) {
       return;
     }
+    // ggml's info lines ("repack: repack tensor ...") would flood the test
+    // output: keep warnings and errors (levels 3 and 4) on stderr.
+    void (*log_set)(void (*)(int, const char*, void*), void*) = nullptr;
+    if (Sym(base, "ggml_log_set", &log_set)) log_set(QuietLog, nullptr);
     cpu_buft_ = cpu_buft();
     void* reg = cpu_reg();
     auto get_extra = reinterpret_cast<GetExtra>(reg_proc(reg, "ggml_backend_dev_get_extra_bufts"));

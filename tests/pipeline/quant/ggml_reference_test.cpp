@@ -238,7 +238,7 @@ TEST(GgmlReferenceModels, EveryQuantizedWeightBitExact) {
 
 INSTANTIATE_TEST_SUITE_P(AllQuantTypes, GgmlReferenceTest,
                          ::testing::Values(GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q8_0,
-                                           GgmlType::Q4_K, GgmlType::Q6_K),
+                                           GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K),
                          [](const ::testing::TestParamInfo<GgmlType>& info) {
                            return std::string(ggml_type_name(info.param));
                          });
