@@ -147,6 +147,11 @@ def main():
             print(f"per token: {per_token:.0f} us = model code {compute:.0f} us ("
                   + ", ".join(f"{k} {v:.0f}" for k, v in sorted(per_node.items()))
                   + f") + ring overhead {per_token - compute:.0f} us ({len(per_node)} hops)")
+            # The head runs the embedding, the LM head and the sampler: with a
+            # large vocabulary (Gemma's 262k rows) the LM head dominates it.
+            head_share = per_node.get("head", 0) / compute if compute else 0
+            print(f"head (embedding + LM head + sampler): {100 * head_share:.0f} % of model time per token")
+            report.update(per_token_us=per_token, compute_us_per_node=per_node, head_compute_share=head_share)
             print("\nconcurrent   aggregate tok/s      sum of per-session   median per-session   aggregate decode   "
                   "llama.cpp, one batch")
             print("sessions    (wall, with start-up)   decode tok/s          decode tok/s         tok/s (ring)     "

@@ -22,6 +22,15 @@ $PY bench/bench_single.py --runs "$RUNS" --max-tokens "$TOKENS" --prompt-tokens 
 $PY bench/bench_cluster.py --runs "$RUNS" --max-tokens "$TOKENS" --sessions $SESSIONS --out "$OUT/cluster.json"
 # shellcheck disable=SC2086
 $PY bench/bench_big.py $BIG --out "$OUT/big.json"
+# The second family, Gemma 3 270M (scripts/setup.sh --with-test-deps installs it):
+# single process vs llama.cpp, and the ring vs the single process with the
+# head's (LM head's) share of model time.
+GEMMA=.deps/model-gemma3/gemma-3-270m-q4_k_m.gguf
+if [ -f "$GEMMA" ]; then
+  $PY bench/bench_single.py --runs "$RUNS" --max-tokens "$TOKENS" --model "$GEMMA" --out "$OUT/single_gemma3.json"
+  $PY bench/bench_cluster.py --runs "$RUNS" --max-tokens "$TOKENS" --sessions 1 --no-peer --model "$GEMMA" \
+    --out "$OUT/cluster_gemma3.json"
+fi
 # Petals lives in its own venv (5 GB of pinned torch 2.1 and hivemind): the
 # full run makes it, the smoke run uses it only when it is there.
 PETALS=.deps/petals-venv/bin/python

@@ -5,6 +5,7 @@ sessions, the ring's (decoded tokens over the longest session's decode time)
 beside llama.cpp decoding the same prompts as one batch. Dependency-free SVG.
 
     .venv/bin/python bench/summarize.py DIR   # DIR holds single.json, single_512.json, cluster.json, big.json, petals.json
+                                              # and, with Gemma 3 installed, single_gemma3.json, cluster_gemma3.json
 """
 import datetime
 import json
@@ -83,11 +84,21 @@ def main():
         for k in ("big_ring_vs_llama_cpp_ratio", "big_single_vs_llama_cpp_ratio", "shards_within_rss_bound"):
             if k in big:
                 f[k] = big[k]
+    # The second family (Gemma 3 270M), when scripts/setup.sh --with-test-deps installed it.
+    g_single, g_cluster = load(d, "single_gemma3.json"), load(d, "cluster_gemma3.json")
+    if g_single:
+        f["gemma3_decode_vs_llama_cpp_ratio"] = g_single["decode_vs_llama_cpp_ratio"]
+        f["gemma3_prefill_vs_llama_cpp_ratio"] = g_single["prefill_vs_llama_cpp_ratio"]
+        f["gemma3_troupe_peak_rss_mb"] = g_single["medians"]["troupe"]["peak_rss_mb"]
+    if g_cluster:
+        f["gemma3_ring_vs_single_ratio"] = g_cluster["ring_vs_single_ratio"]
+        f["gemma3_head_compute_share"] = g_cluster["head_compute_share"]
     petals = load(d, "petals.json")
     if petals and "vs_petals_ratio" in petals:
         f["vs_petals_ratio"] = petals["vs_petals_ratio"]
     latest["sources"] = {name: load(d, name) for name in ("single.json", "single_512.json", "cluster.json",
-                                                           "big.json", "petals.json")}
+                                                           "big.json", "petals.json", "single_gemma3.json",
+                                                           "cluster_gemma3.json")}
     (d / "latest.json").write_text(json.dumps(latest, indent=1) + "\n")
     print(json.dumps(latest["figures"], indent=1))
 

@@ -48,7 +48,7 @@ def _alive(pid):
 class Cluster:
     """`troupe cluster up` in a temporary directory; stop() always cleans up."""
 
-    def __init__(self, shards=3, extra=(), prepare=None):
+    def __init__(self, shards=3, extra=(), prepare=None, model=DEFAULT_MODEL):
         """`prepare(dir)` runs before `cluster up` (keys or files to put there first)."""
         self.tmp = tempfile.TemporaryDirectory(prefix="troupe-test-cluster-")
         self.dir = pathlib.Path(self.tmp.name)
@@ -58,7 +58,7 @@ class Cluster:
         self.proc = subprocess.Popen(
             [str(TROUPE_BIN), "cluster", "up", "--shards", str(shards), "--dir", str(self.dir),
              *(() if "--base-port" in extra else ("--base-port", "0")),
-             "--threads", THREADS, "--model", str(DEFAULT_MODEL), *extra],
+             "--threads", THREADS, "--model", str(model), *extra],
             stdout=subprocess.PIPE, stderr=self.log, text=True)
         self.endpoint = None
         try:
