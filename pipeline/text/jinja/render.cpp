@@ -414,7 +414,12 @@ class Renderer {
         TROUPE_ASSIGN_OR_RETURN(Args args, EvalArgs(e));
         if (!fn.is_function()) {
           if (fn.is_undefined()) {
-            return Status::Unsupported("calling something undefined (a function or method outside the subset)");
+            const Expr& callee = *e.children[0];
+            const std::string name = callee.kind == Expr::Kind::kAttr || callee.kind == Expr::Kind::kName
+                                         ? "'" + callee.name + "'"
+                                         : "a value";
+            return Status::Unsupported("calling " + name +
+                                       ", which is undefined (a function or method outside the subset)");
           }
           return Status::InvalidArgument("'" + fn.TypeName() + "' object is not callable");
         }

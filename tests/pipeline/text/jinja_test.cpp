@@ -88,6 +88,7 @@ TEST(JinjaTest, UnsupportedConstructsAreNamedWithTheirPosition) {
   Result<std::string> out = RenderSource("{{ s.zfill(5) }}", {{"s", "1"}});
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), StatusCode::kUnsupported) << out.status().ToString();
+  EXPECT_NE(out.status().message().find("'zfill'"), std::string::npos) << out.status().message();
   EXPECT_NE(out.status().message().find("line 1, column 4"), std::string::npos) << out.status().message();
 }
 
