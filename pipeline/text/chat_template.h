@@ -5,7 +5,8 @@
 // variables messages (dicts of role and content), add_generation_prompt,
 // bos_token and eos_token (the vocabulary's BOS and EOS texts), tools and
 // documents (none); the globals raise_exception(msg) and strftime_now(fmt)
-// (local time).
+// (local time). Not given: transformers' other special-token texts
+// (unk_token, pad_token, ...), which no template in our corpus reads.
 //
 // Where the template comes from, in order (origin() says which):
 //   1. the model's template, when it parses in the supported subset;

@@ -1,16 +1,18 @@
 // The filters, tests and methods of the Jinja subset (what jinja2 and
-// transformers' apply_chat_template provide chat templates):
+// transformers' apply_chat_template give chat templates), with jinja2's
+// behaviour for the arguments chat templates pass:
 //   filters  abs capitalize count d default first float indent int items join
-//            last length list lower map rejectattr replace reverse safe
-//            selectattr string title tojson trim unique upper
+//            last length list lower map reject rejectattr replace reverse safe
+//            select selectattr string title tojson trim unique upper
 //   tests    boolean callable defined divisibleby eq equalto even false float
 //            ge gt in integer iterable le lt mapping ne none number odd
-//            sameas sequence string true undefined
-//   methods  str: strip lstrip rstrip startswith endswith split upper lower
-//            replace title capitalize format-free join; dict: items keys values get
+//            sameas sequence string true undefined (and == != < <= > >=)
+//   methods  str: strip lstrip rstrip startswith endswith split rsplit (no
+//            maxsplit) upper lower title capitalize replace join;
+//            dict: items keys values get
 // Each returns InvalidArgument, naming the filter, test or method, when given
-// values it cannot take (Python's TypeError), and Unsupported for a method
-// outside the list. Stateless; thread-safe.
+// values it cannot take (Python's TypeError), and Unsupported for one outside
+// the lists. Stateless; thread-safe.
 #pragma once
 
 #include <string>
