@@ -66,6 +66,11 @@ CASES = [
      {"d": {"k": "v"}}),
     ("{{ 'a\\nb\\n\\nc' | indent }}|{{ 'a\\nb' | indent(2, true) }}", {}),
     ("{{ -3 | abs }} {{ (-3) | abs }} {{ 'x' | safe }} {{ m | count }}", {"m": M}),
+    ("{{ d | dictsort }} {{ d | dictsort(by='value', reverse=true) }} {{ l | sort }} {{ l | sort(reverse=true) }} "
+     "{{ l | sort(case_sensitive=true) }} {{ m | sort(attribute='role') | map(attribute='content') | join(',') }}",
+     {"d": {"b": 2, "A": 3, "c": 1}, "l": ["b", "C", "a"], "m": M}),
+    ("{{ none | selectattr('type', 'equalto', 'x') | list | length }} {{ none | map(attribute='a') | list }} "
+     "{{ [] | rejectattr('a') | list }}", {}),
     # Tests.
     ("{{ x is defined }} {{ y is undefined }} {{ n is none }} {{ 's' is string }} {{ 1 is number }} {{ d is mapping }} "
      "{{ l is iterable }} {{ l is sequence }} {{ true is true }} {{ 0 is false }} {{ false is boolean }} {{ 1 is integer }}",

@@ -1,5 +1,6 @@
 #include "pipeline/text/jinja/builtins.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -72,6 +73,7 @@ Args Rest(const Args& args, size_t from) {
 
 Result<Value> SelectAttr(const Value& value, const Args& args, bool select, bool by_attribute) {
   const std::string who = std::string(select ? "select" : "reject") + (by_attribute ? "attr" : "");
+  if (!value.Truthy()) return Value::MakeList({});  // jinja2: `if value: for item in value: ...`
   TROUPE_ASSIGN_OR_RETURN(List items, Iterate(who, value));
   std::string attr;
   size_t next = 0;
@@ -99,6 +101,7 @@ Result<Value> SelectAttr(const Value& value, const Args& args, bool select, bool
 }
 
 Result<Value> Map(const Value& value, const Args& args) {
+  if (!value.Truthy()) return Value::MakeList({});  // as jinja2
   TROUPE_ASSIGN_OR_RETURN(List items, Iterate("map", value));
   List out;
   if (const Value* attr = args.Get(99, "attribute")) {
@@ -189,6 +192,65 @@ Result<Value> Join(const Value& value, const Args& args) {
   return Value::String(out);
 }
 
+// jinja2's sort key: strings lowercased unless case_sensitive.
+Value SortKey(const Value& v, bool case_sensitive) {
+  return v.is_string() && !case_sensitive ? Value::String(py::Lower(v.as_string())) : v;
+}
+
+// Stable sort of `items` by `key`, as Python's sorted(); a TypeError when two
+// keys do not compare.
+Status SortBy(List* items, const std::vector<Value>& keys, bool reverse) {
+  std::vector<size_t> order(items->size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  Status error;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    Result<int> c = reverse ? Value::Compare(keys[b], keys[a]) : Value::Compare(keys[a], keys[b]);
+    if (!c.ok()) {
+      if (error.ok()) error = c.status();
+      return false;
+    }
+    return *c < 0;
+  });
+  TROUPE_RETURN_IF_ERROR(error);
+  List sorted;
+  for (size_t i : order) sorted.push_back((*items)[i]);
+  *items = std::move(sorted);
+  return Status::Ok();
+}
+
+Result<Value> Sort(const Value& value, const Args& args) {
+  TROUPE_ASSIGN_OR_RETURN(List items, Iterate("sort", value));
+  const Value* reverse = args.Get(0, "reverse");
+  const Value* case_sensitive = args.Get(1, "case_sensitive");
+  const Value* attr = args.Get(2, "attribute");
+  std::vector<Value> keys;
+  for (const Value& item : items) {
+    Value k = attr && attr->is_string() ? Attribute(item, attr->as_string()) : item;
+    keys.push_back(SortKey(k, case_sensitive && case_sensitive->Truthy()));
+  }
+  TROUPE_RETURN_IF_ERROR(SortBy(&items, keys, reverse && reverse->Truthy()));
+  return Value::MakeList(std::move(items));
+}
+
+Result<Value> DictSort(const Value& value, const Args& args) {
+  if (!value.is_mapping()) return TypeError("the filter 'dictsort'", value);
+  const Value* case_sensitive = args.Get(0, "case_sensitive");
+  const Value* by = args.Get(1, "by");
+  const Value* reverse = args.Get(2, "reverse");
+  const bool by_value = by && by->is_string() && by->as_string() == "value";
+  if (by && !(by->is_string() && (by->as_string() == "key" || by->as_string() == "value"))) {
+    return Status::InvalidArgument("dictsort: 'by' must be \"key\" or \"value\"");
+  }
+  List items;
+  std::vector<Value> keys;
+  for (const auto& [k, v] : value.as_dict()) {
+    items.push_back(Value::MakeTuple({Value::String(k), v}));
+    keys.push_back(SortKey(by_value ? v : Value::String(k), case_sensitive && case_sensitive->Truthy()));
+  }
+  TROUPE_RETURN_IF_ERROR(SortBy(&items, keys, reverse && reverse->Truthy()));
+  return Value::MakeList(std::move(items));
+}
+
 Result<Value> Unique(const Value& value) {
   TROUPE_ASSIGN_OR_RETURN(List items, Iterate("unique", value));
   List out;
@@ -204,9 +266,10 @@ Result<Value> Unique(const Value& value) {
 
 bool IsFilter(const std::string& name) {
   static const std::set<std::string> kFilters = {
-      "abs",  "capitalize", "count",      "d",      "default", "first",  "float",      "indent", "int",     "items",
-      "join", "last",       "length",     "list",   "lower",   "map",    "rejectattr", "reject", "replace", "reverse",
-      "safe", "select",     "selectattr", "string", "title",   "tojson", "trim",       "unique", "upper"};
+      "abs",        "capitalize", "count",   "d",       "default", "first",  "float",      "indent",
+      "int",        "items",      "join",    "last",    "length",  "list",   "lower",      "map",
+      "rejectattr", "reject",     "replace", "reverse", "safe",    "select", "selectattr", "sort",
+      "dictsort",   "string",     "title",   "tojson",  "trim",    "unique", "upper"};
   return kFilters.count(name) > 0;
 }
 
@@ -339,6 +402,8 @@ Result<Value> ApplyFilter(const std::string& name, const Value& v, const Args& a
     return Value::MakeList(List(items.rbegin(), items.rend()));
   }
   if (name == "unique") return Unique(v);
+  if (name == "sort") return Sort(v, args);
+  if (name == "dictsort") return DictSort(v, args);
   if (name == "items") {
     if (v.is_undefined()) return Value::MakeList({});
     if (!v.is_mapping()) return TypeError("the filter 'items'", v);

@@ -1,9 +1,10 @@
 // The filters, tests and methods of the Jinja subset (what jinja2 and
 // transformers' apply_chat_template give chat templates), with jinja2's
 // behaviour for the arguments chat templates pass:
-//   filters  abs capitalize count d default first float indent int items join
-//            last length list lower map reject rejectattr replace reverse safe
-//            select selectattr string title tojson trim unique upper
+//   filters  abs capitalize count d default dictsort first float indent int
+//            items join last length list lower map reject rejectattr replace
+//            reverse safe select selectattr sort string title tojson trim
+//            unique upper
 //   tests    boolean callable defined divisibleby eq equalto even false float
 //            ge gt in integer iterable le lt mapping ne none number odd
 //            sameas sequence string true undefined (and == != < <= > >=)
