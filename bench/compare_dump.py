@@ -10,10 +10,15 @@ import sys
 import numpy as np
 
 # our probe name -> llama.cpp graph tensor name (layer appended as -N)
+# (Gemma 3's graph names some of them differently: kqv_out, sa_out; its extra
+# tensors are Qcur_normed, Kcur_normed, attn_post_norm, ffn_geglu, ffn_post_norm.)
 NAMES = [("attn_norm", "attn_norm"), ("Qcur", "Qcur"), ("Kcur", "Kcur"), ("Vcur", "Vcur"),
+         ("Qcur_normed", "Qcur_normed"), ("Kcur_normed", "Kcur_normed"),
          ("Qrope", "Qcur#2"), ("Krope", "Kcur#2"), ("kqv", "kqv-permuted"), ("kqv_out", "attn_out"),
-         ("ffn_inp", "ffn_inp"), ("ffn_norm", "ffn_norm"), ("ffn_gate", "ffn_gate"), ("ffn_up", "ffn_up"),
-         ("ffn_swiglu", "ffn_swiglu"), ("ffn_out", "ffn_out"), ("l_out", "l_out")]
+         ("attn_post_norm", "attn_post_norm"), ("ffn_inp", "ffn_inp"),
+         ("ffn_inp", "sa_out"), ("ffn_norm", "ffn_norm"), ("ffn_gate", "ffn_gate"), ("ffn_up", "ffn_up"),
+         ("ffn_swiglu", "ffn_swiglu"), ("ffn_geglu", "ffn_geglu"), ("ffn_out", "ffn_out"),
+         ("ffn_post_norm", "ffn_post_norm"), ("l_out", "l_out")]
 
 
 def read_ours(path):
@@ -45,8 +50,10 @@ def main():
     exact_logits = 0
     for s in steps:
         first = None
-        seq = [("embd", f"{s}/embd", f"{s}/embd")]
-        for layer in range(30):
+        # Scaled embeddings (Gemma) are llama.cpp's inp_scaled.
+        embd = f"{s}/inp_scaled" if f"{s}/inp_scaled" in ref.files else f"{s}/embd"
+        seq = [("embd", f"{s}/embd", embd)]
+        for layer in range(128):
             for o, r in NAMES:
                 seq.append((f"{o}-{layer}", f"{s}/{o}-{layer}", ref_key(ref, s, r, layer)))
         seq.append(("logits", f"{s}/logits", f"{s}/logits"))

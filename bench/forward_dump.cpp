@@ -2,6 +2,8 @@
 // compare bit for bit with llama.cpp's (bench/llama_dump.py, bench/compare_dump.py).
 //
 // Usage: forward_dump MODEL.gguf OUT.bin TOKEN [TOKEN ...]
+// With TROUPE_DUMP_LOGITS_ONLY=1 only each step's logits are written (long
+// sequences, e.g. past a sliding window).
 // Record format (little-endian): u32 name length, name ("<step>/<name>-<layer>"),
 // i64 count, count float32 values.
 #include <ATen/core/Tensor.h>
@@ -50,7 +52,8 @@ int main(int argc, char** argv) {
   if (!emb.ok() || !dec.ok() || !head.ok()) return std::fprintf(stderr, "load failed\n"), 1;
   auto cache = KvCache::Create((*dec)->cache_shape(), 1024);
   g_out = std::fopen(argv[2], "wb");
-  SetDecoderProbe(OnProbe);
+  const char* logits_only = std::getenv("TROUPE_DUMP_LOGITS_ONLY");
+  if (!logits_only || std::string(logits_only) != "1") SetDecoderProbe(OnProbe);
   for (int i = 3; i < argc; ++i) {
     g_step = i - 3;
     auto h = (*emb)->Forward({std::atoi(argv[i])});

@@ -183,9 +183,19 @@ void PrintHeader() {
 
 void BenchShapes(Isa isa, int runs, double dram_mb) {
   const Shape shapes[] = {
-      {"Q4_1 [1536,576] up", GgmlType::Q4_1, 1536, 576},     {"Q4_1 [576,1536] down", GgmlType::Q4_1, 576, 1536},
-      {"Q8_0 [49152,576] head", GgmlType::Q8_0, 49152, 576}, {"Q8_0 [1536,576]", GgmlType::Q8_0, 1536, 576},
+      {"Q4_1 [1536,576] up", GgmlType::Q4_1, 1536, 576},
+      {"Q4_1 [576,1536] down", GgmlType::Q4_1, 576, 1536},
+      {"Q8_0 [49152,576] head", GgmlType::Q8_0, 49152, 576},
+      {"Q8_0 [1536,576]", GgmlType::Q8_0, 1536, 576},
       {"F16 [1536,576]", GgmlType::F16, 1536, 576},
+      // Gemma 3 270M Q4_K_M: Q5_0 gate/up and q, Q4_K attn_output (repacked
+      // order: 640 % 8 == 0), Q6_K ffn_down.
+      {"Q5_0 [2048,640] gate", GgmlType::Q5_0, 2048, 640},
+      {"Q5_0 [1024,640] q", GgmlType::Q5_0, 1024, 640},
+      {"Q4_K [640,1024] o", GgmlType::Q4_K, 640, 1024},
+      {"Q4_K [644,1024] vec", GgmlType::Q4_K, 644, 1024},
+      {"Q6_K [640,2048] down", GgmlType::Q6_K, 640, 2048},
+      {"Q4_0 [2048,640]", GgmlType::Q4_0, 2048, 640},
   };
   for (const Shape& s : shapes) {
     const double bytes = static_cast<double>(s.rows * ggml_row_bytes(s.type, s.cols));

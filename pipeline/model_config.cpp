@@ -15,6 +15,10 @@ std::string ModelConfig::Validate() const {
   if (!positive(max_positions)) return "max_positions must be positive";
   if (!(rms_eps > 0)) return "rms_eps must be positive";
   if (!(rope_theta > 0)) return "rope_theta must be positive";
+  if (sliding_window < 0) return "sliding_window must not be negative";
+  if (!sliding_layers.empty() && static_cast<int64_t>(sliding_layers.size()) != n_layers)
+    return "sliding_layers must name every layer";
+  if (!sliding_layers.empty() && !(rope_theta_sliding > 0)) return "rope_theta_sliding must be positive";
   return "";
 }
 

@@ -1,9 +1,12 @@
-// ModelConfig: the hyper-parameters of a Llama-family decoder, the same
+// ModelConfig: the hyper-parameters of a decoder-only transformer, the same
 // whichever file they came from (GGUF metadata or a Hugging Face config.json).
+// The family traits below (activation ... rope_theta_sliding) are filled from
+// the family table (model_family.h), not read field by field by each reader.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace troupe {
 
@@ -20,6 +23,9 @@ struct RopeScaling {
   int64_t original_max_positions = 8192;
   bool llama3 = false;
 };
+
+// The feed-forward gate: SwiGLU silu(gate) ⊙ up, or GeGLU gelu_tanh(gate) ⊙ up.
+enum class Activation { kSilu, kGeluTanh };
 
 struct ModelConfig {
   std::string architecture = "llama";
@@ -38,6 +44,21 @@ struct ModelConfig {
   RopeStyle rope_style = RopeStyle::kAdjacentPairs;
   bool tied_embeddings = false;  // no separate output matrix: logits = h · embᵀ
   bool qkv_bias = false;         // Qwen2-style biases on q, k, v
+
+  // Family traits (model_family.h says what each means).
+  Activation activation = Activation::kSilu;
+  bool embedding_scaled = false;     // embeddings × √hidden
+  bool qk_norm = false;              // RMSNorm per q/k head
+  bool post_norms = false;           // RMSNorm of attention/MLP outputs before the residual add
+  float query_scale = 0;             // q × this before attention, softmax scale 1; 0 = softmax scales by 1/√head_dim
+  int64_t sliding_window = 0;        // sliding layers see keys at distance < this; 0 = none
+  std::vector<bool> sliding_layers;  // per layer (empty: none slides)
+  float rope_theta_sliding = 10000.0f;
+
+  // True when layer `l` attends within sliding_window only.
+  bool IsSliding(int64_t l) const {
+    return l >= 0 && l < static_cast<int64_t>(sliding_layers.size()) && sliding_layers[l];
+  }
 
   // Checks the numbers are positive and consistent; names the first that is not.
   std::string Validate() const;  // empty = valid

@@ -9,8 +9,10 @@ bool ggml_type_supported(uint32_t code) {
     case GgmlType::BF16:
     case GgmlType::Q4_0:
     case GgmlType::Q4_1:
+    case GgmlType::Q5_0:
     case GgmlType::Q8_0:
     case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
     case GgmlType::Q6_K: return true;
   }
   return false;
@@ -23,8 +25,10 @@ const char* ggml_type_name(GgmlType type) {
     case GgmlType::BF16: return "BF16";
     case GgmlType::Q4_0: return "Q4_0";
     case GgmlType::Q4_1: return "Q4_1";
+    case GgmlType::Q5_0: return "Q5_0";
     case GgmlType::Q8_0: return "Q8_0";
     case GgmlType::Q4_K: return "Q4_K";
+    case GgmlType::Q5_K: return "Q5_K";
     case GgmlType::Q6_K: return "Q6_K";
   }
   return "UNKNOWN";
@@ -37,8 +41,10 @@ int64_t ggml_block_values(GgmlType type) {
     case GgmlType::BF16: return 1;
     case GgmlType::Q4_0:
     case GgmlType::Q4_1:
+    case GgmlType::Q5_0:
     case GgmlType::Q8_0: return 32;
     case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
     case GgmlType::Q6_K: return 256;
   }
   return 0;
@@ -51,8 +57,10 @@ int64_t ggml_block_bytes(GgmlType type) {
     case GgmlType::BF16: return 2;
     case GgmlType::Q4_0: return 18;   // fp16 d + 16 bytes of nibbles
     case GgmlType::Q4_1: return 20;   // fp16 d, fp16 m + 16 bytes of nibbles
+    case GgmlType::Q5_0: return 22;   // fp16 d + 4 bytes of high bits + 16 bytes of nibbles
     case GgmlType::Q8_0: return 34;   // fp16 d + 32 int8
     case GgmlType::Q4_K: return 144;  // fp16 d, dmin + 12 bytes scales + 128 bytes nibbles
+    case GgmlType::Q5_K: return 176;  // as Q4_K + 32 bytes of fifth bits before the nibbles
     case GgmlType::Q6_K: return 210;  // 128 ql + 64 qh + 16 int8 scales + fp16 d
   }
   return 0;

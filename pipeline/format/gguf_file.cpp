@@ -214,7 +214,7 @@ Result<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path) {
     if (!ggml_type_supported(type))
       return Status::Unsupported(path + ": tensor '" + tv.name + "' has type " + std::to_string(type) +
                                  ", which Troupe cannot decode (supported: F32, F16, BF16, Q4_0, Q4_1, "
-                                 "Q8_0, Q4_K, Q6_K)");
+                                 "Q5_0, Q8_0, Q4_K, Q5_K, Q6_K)");
     tv.type = static_cast<GgmlType>(type);
     const auto bv = static_cast<uint64_t>(ggml_block_values(tv.type));
     if (dims[0] % bv != 0)
@@ -301,6 +301,18 @@ Result<std::vector<int64_t>> GgufFile::GetIntArray(const std::string& key) const
   std::vector<int64_t> out;
   out.reserve(v->items.size());
   for (const auto& item : v->items) out.push_back(item.i);
+  return out;
+}
+
+Result<std::vector<double>> GgufFile::GetFloatArray(const std::string& key) const {
+  const GgufValue* v = Find(key);
+  if (!v) return Status::NotFound(path() + ": metadata key '" + key + "' is missing");
+  const bool is_float = v->elem_type == GgufValueType::kF32 || v->elem_type == GgufValueType::kF64;
+  if (v->type != GgufValueType::kArray || !(is_float || IsIntegerType(v->elem_type)))
+    return Status::InvalidArgument(path() + ": metadata key '" + key + "' is not an array of numbers");
+  std::vector<double> out;
+  out.reserve(v->items.size());
+  for (const auto& item : v->items) out.push_back(is_float ? item.f : static_cast<double>(item.i));
   return out;
 }
 

@@ -74,9 +74,11 @@ class GgufFile {
   Result<double> GetFloat(const std::string& key) const;  // accepts integers too
   Result<std::string> GetString(const std::string& key) const;
   Result<bool> GetBool(const std::string& key) const;
-  // The elements of a string array / integer array key.
+  // The elements of a string array / integer array / number array key (the
+  // last accepts integers too).
   Result<std::vector<std::string>> GetStringArray(const std::string& key) const;
   Result<std::vector<int64_t>> GetIntArray(const std::string& key) const;
+  Result<std::vector<double>> GetFloatArray(const std::string& key) const;
 
   const std::vector<TensorView>& tensors() const { return tensors_; }
   const TensorView* FindTensor(const std::string& name) const;

@@ -7,6 +7,8 @@
 
 #include "pipeline/format/gguf_file.h"
 #include "pipeline/format/hf_checkpoint.h"
+#include "pipeline/model_family.h"
+#include "pipeline/text/end_of_turn.h"
 #include "pipeline/text/tokenizer_json.h"
 
 namespace troupe {
@@ -134,11 +136,11 @@ Result<const TensorView*> ModelSource::Require(const std::string& name, const st
 
 Result<ModelConfig> ModelConfigFromGguf(const GgufFile& f) {
   ModelConfig c;
-  TROUPE_ASSIGN_OR_RETURN(c.architecture, f.GetString("general.architecture"));
-  const std::string& a = c.architecture;
-  if (a != "llama" && a != "mistral" && a != "qwen2")
-    return Status::Unsupported(f.path() + ": architecture '" + a +
-                               "' is not supported (Troupe runs Llama-family models: llama, mistral, qwen2)");
+  TROUPE_ASSIGN_OR_RETURN(const std::string a, f.GetString("general.architecture"));
+  const ModelFamily* family = FindFamily(a);
+  if (!family)
+    return Status::Unsupported(f.path() + ": architecture '" + a + "' is not supported (Troupe runs " +
+                               KnownArchitectures() + ")");
   if (auto n = f.GetString("general.name"); n.ok()) c.name = n.value();
   TROUPE_ASSIGN_OR_RETURN(c.n_layers, f.GetInt(a + ".block_count"));
   TROUPE_ASSIGN_OR_RETURN(c.hidden, f.GetInt(a + ".embedding_length"));
@@ -149,15 +151,37 @@ Result<ModelConfig> ModelConfigFromGguf(const GgufFile& f) {
   TROUPE_ASSIGN_OR_RETURN(c.max_positions, f.GetInt(a + ".context_length"));
   c.head_dim = c.n_heads > 0 ? c.hidden / c.n_heads : 0;
   if (auto kl = f.GetInt(a + ".attention.key_length"); kl.ok()) c.head_dim = kl.value();
+  if (auto vl = f.GetInt(a + ".attention.value_length"); vl.ok() && vl.value() != c.head_dim)
+    return Status::Unsupported(f.path() + ": value heads of " + std::to_string(vl.value()) +
+                               " differ from key heads of " + std::to_string(c.head_dim));
   if (auto eps = f.GetFloat(a + ".attention.layer_norm_rms_epsilon"); eps.ok())
     c.rms_eps = static_cast<float>(eps.value());
   if (auto th = f.GetFloat(a + ".rope.freq_base"); th.ok()) c.rope_theta = static_cast<float>(th.value());
   if (auto st = f.GetString(a + ".rope.scaling.type"); st.ok() && st.value() != "none") {
     return Status::Unsupported(f.path() + ": rope scaling type '" + st.value() + "' is not supported");
   }
-  // llama.cpp's converter keeps q/k of llama/mistral permuted (adjacent-pair
-  // rotation); qwen2 is stored unpermuted and rotates halves (NeoX style).
-  c.rope_style = a == "qwen2" ? RopeStyle::kHalves : RopeStyle::kAdjacentPairs;
+  if (auto cap = f.GetFloat(a + ".final_logit_softcapping"); cap.ok() && cap.value() != 0)
+    return Status::Unsupported(f.path() + ": final logit soft-capping is not supported");
+  if (family->sliding_pattern > 0) {
+    if (auto w = f.GetInt(a + ".attention.sliding_window"); w.ok()) c.sliding_window = w.value();
+  }
+  ApplyFamily(*family, &c);
+  if (c.sliding_window > 0) {
+    // The file may name the sliding layers (an array of flags) or the pattern.
+    if (f.Find(a + ".attention.sliding_window_pattern")) {
+      if (auto flags = f.GetIntArray(a + ".attention.sliding_window_pattern"); flags.ok()) {
+        if (static_cast<int64_t>(flags->size()) != c.n_layers)
+          return Status::Corrupt(f.path() + ": " + a + ".attention.sliding_window_pattern has " +
+                                 std::to_string(flags->size()) + " flags for " + std::to_string(c.n_layers) +
+                                 " layers");
+        for (int64_t l = 0; l < c.n_layers; ++l) c.sliding_layers[l] = (*flags)[l] != 0;
+      } else {
+        TROUPE_ASSIGN_OR_RETURN(int64_t n, f.GetInt(a + ".attention.sliding_window_pattern"));
+        for (int64_t l = 0; l < c.n_layers; ++l) c.sliding_layers[l] = n == 0 || l % n < n - 1;
+      }
+    }
+    if (auto th = f.GetFloat(a + ".rope.freq_base_swa"); th.ok()) c.rope_theta_sliding = static_cast<float>(th.value());
+  }
   c.qkv_bias = f.FindTensor("blk.0.attn_q.bias") != nullptr;
   const TensorView* emb = f.FindTensor("token_embd.weight");
   if (!emb) return Status::NotFound(f.path() + ": tensor 'token_embd.weight' is missing");
@@ -185,6 +209,15 @@ Result<TokenizerSpec> TokenizerSpecFromGguf(const GgufFile& f) {
   if (f.Find("tokenizer.ggml.merges")) {
     TROUPE_ASSIGN_OR_RETURN(s.merges, f.GetStringArray("tokenizer.ggml.merges"));
   }
+  if (f.Find("tokenizer.ggml.scores")) {
+    TROUPE_ASSIGN_OR_RETURN(auto scores, f.GetFloatArray("tokenizer.ggml.scores"));
+    s.scores.assign(scores.begin(), scores.end());  // stored as f32; the Tokenizer checks the count
+  }
+  // llama.cpp's defaults for a SentencePiece vocabulary whose file is silent.
+  const bool spm = s.model == "llama";
+  s.add_space_prefix = spm;
+  s.add_bos = spm;
+  if (auto prefix = f.GetBool("tokenizer.ggml.add_space_prefix"); prefix.ok()) s.add_space_prefix = prefix.value();
   auto id = [&](const char* key, int32_t* out) -> Status {
     if (!f.Find(key)) return Status::Ok();
     TROUPE_ASSIGN_OR_RETURN(int64_t v, f.GetInt(key));
@@ -196,7 +229,9 @@ Result<TokenizerSpec> TokenizerSpecFromGguf(const GgufFile& f) {
   TROUPE_RETURN_IF_ERROR(id("tokenizer.ggml.bos_token_id", &s.bos_id));
   TROUPE_RETURN_IF_ERROR(id("tokenizer.ggml.eos_token_id", &s.eos_id));
   TROUPE_RETURN_IF_ERROR(id("tokenizer.ggml.eot_token_id", &s.eot_id));
+  if (s.eot_id < 0) s.eot_id = FindEndOfTurn(s);  // Gemma's <end_of_turn> is not named in its file
   TROUPE_RETURN_IF_ERROR(id("tokenizer.ggml.padding_token_id", &s.pad_id));
+  TROUPE_RETURN_IF_ERROR(id("tokenizer.ggml.unknown_token_id", &s.unk_id));
   if (auto add = f.GetBool("tokenizer.ggml.add_bos_token"); add.ok()) s.add_bos = add.value();
   if (auto tmpl = f.GetString("tokenizer.chat_template"); tmpl.ok()) s.chat_template = tmpl.value();
   return s;

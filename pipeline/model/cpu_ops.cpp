@@ -275,6 +275,48 @@ void SiluMul(float* gate, const float* up, int64_t n) {
   }
 }
 
+namespace {
+
+float GgmlGeluF32(float x) {
+  constexpr float kCoefA = 0.044715f;
+  constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f;
+  // ggml-cpu is C compiled with GNU contraction: 1 + a·x·x becomes fma(a·x, x, 1).
+  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * std::fma(kCoefA * x, x, 1.0f)));
+}
+
+struct GeluTableData {
+  uint16_t v[1 << 16];
+  GeluTableData() {
+    for (uint32_t h = 0; h < (1u << 16); ++h) {
+      const float y = GgmlGeluF32(Fp16ToFp32(static_cast<uint16_t>(h)));
+      // ggml reads the fp16 inputs through a conversion that drops NaN
+      // payloads: a NaN entry is the quiet NaN of its sign.
+      v[h] = std::isnan(y) ? (std::signbit(y) ? 0xfe00 : 0x7e00) : Fp32ToFp16(y);
+    }
+  }
+};
+
+}  // namespace
+
+const uint16_t* GeluTable() {
+  static const GeluTableData table;
+  return table.v;
+}
+
+void GeluMul(float* gate, const float* up, int64_t n) {
+  const uint16_t* table = GeluTable();
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = gate[i];
+    if (x <= -10.0f) {
+      gate[i] = 0.0f;
+    } else if (x >= 10.0f) {
+      gate[i] = x * up[i];
+    } else {
+      gate[i] = Fp16ToFp32(table[Fp32ToFp16(x)]) * up[i];
+    }
+  }
+}
+
 void AddInPlace(float* x, const float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] += y[i];
 }
@@ -310,7 +352,7 @@ void Attention(const float* q, const uint16_t* keys, const uint16_t* values, con
   const int64_t d = s.head_dim;
   const int64_t group = s.n_heads / s.n_kv_heads;
   const int64_t row = s.n_heads * d;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  const float scale = s.scale != 0 ? s.scale : 1.0f / std::sqrt(static_cast<float>(d));
   const int64_t work = s.n_heads * t;
   const int parts = work * (start + t) * d > 65536 ? threads : 1;
   ParallelRanges(work, parts, [&](int64_t w_begin, int64_t w_end) {
@@ -334,8 +376,12 @@ void Attention(const float* q, const uint16_t* keys, const uint16_t* values, con
       const uint16_t* v = values + kvh * s.cache_stride;
       const int64_t len = start + i + 1;  // causal: positions [0, start + i]
       const int64_t len16 = (len + 15) / 16 * 16;
+      // Sliding window: keys before `first` are masked (score -inf, weight 0).
+      const int64_t first = s.window > 0 ? std::max<int64_t>(0, len - s.window) : 0;
       float max_score = -INFINITY;
       int64_t j = 0;
+      for (; j + 16 <= first; j += 16)
+        for (int64_t c = j; c < j + 16; ++c) scores[c] = -INFINITY;
       for (; j + 16 <= len; j += 16) {
         GgmlDotF16Rows16(k + j * d, d, qh.data(), d, &scores[j]);
         for (int64_t c = j; c < j + 16; ++c) {
@@ -346,6 +392,11 @@ void Attention(const float* q, const uint16_t* keys, const uint16_t* values, con
       for (; j < len; ++j) {
         scores[j] = GgmlDotF16(k + j * d, qh.data(), d) * scale;
         max_score = std::max(max_score, scores[j]);
+      }
+      if (first > 0) {
+        for (int64_t c = 0; c < first; ++c) scores[c] = -INFINITY;
+        max_score = -INFINITY;
+        for (int64_t c = first; c < len; ++c) max_score = std::max(max_score, scores[c]);
       }
       for (int64_t j = len; j < len16; ++j) scores[j] = -INFINITY;
       const double sum = GgmlSoftMaxExp(scores.data(), max_score, probs.data(), len16);
@@ -360,7 +411,7 @@ void Attention(const float* q, const uint16_t* keys, const uint16_t* values, con
         // ggml_vec_dot_f16(n_kv, v^T[e], p) for all e at once: position j
         // feeds accumulator lane j % 64 (ggml's 4 x 16 lanes), block by block.
         std::fill(acc.begin(), acc.end(), 0.0f);
-        for (int64_t j = 0; j < len; ++j) {
+        for (int64_t j = first; j < len; ++j) {  // masked keys add exact zeros
           const __m512 p = _mm512_set1_ps(pw[j]);
           float* a = &acc[(j % 64) * d];
           for (int64_t e = 0; e < d; e += 16)
@@ -389,7 +440,7 @@ void Attention(const float* q, const uint16_t* keys, const uint16_t* values, con
       if (d % 16 == 0) {
         // AVX2: GGML_F16_STEP 32, position j -> accumulator lane j % 32.
         std::fill(acc.begin(), acc.begin() + 32 * d, 0.0f);
-        for (int64_t j = 0; j < len; ++j) {
+        for (int64_t j = first; j < len; ++j) {
           const __m256 p = _mm256_set1_ps(Fp16ToFp32(ph[j]));
           float* a = &acc[(j % 32) * d];
           for (int64_t e = 0; e < d; e += 8)

@@ -23,6 +23,17 @@ void RmsNorm(const float* x, const float* weight, int64_t rows, int64_t dim, flo
 // the rest). Call it per row: block boundaries are counted from `gate`.
 void SiluMul(float* gate, const float* up, int64_t n);
 
+// gate[i] = gelu_tanh(gate[i]) * up[i] for i < n: ggml_vec_geglu_f32 with
+// GGML_GELU_FP16 — gate <= -10 gives 0, gate >= 10 gives gate * up, otherwise
+// gelu is looked up in a 65536-entry fp16 table indexed by fp16(gate).
+void GeluMul(float* gate, const float* up, int64_t n);
+
+// ggml_table_gelu_f16: entry h is fp16(ggml_gelu_f32(fp32(h))), where
+// ggml_gelu_f32(x) = 0.5x(1 + tanh(√(2/π)·x·(1 + 0.044715x²))) with ggml's
+// contraction of 1 + 0.044715x·x into one fma (without it one entry
+// differs); NaN entries are the quiet NaN of their sign. Exposed for tests.
+const uint16_t* GeluTable();
+
 // ggml's formulas, exposed for tests (see cpu_ops.cpp for their order of
 // operations; AVX-512 F+DQ builds use ggml's AVX-512 variants):
 // y[i] = ggml_v_expf(x[i]) (std::exp on builds without AVX-512).
@@ -44,6 +55,8 @@ struct AttentionShape {
   int64_t n_kv_heads = 0;
   int64_t head_dim = 0;
   int64_t cache_stride = 0;  // floats between kv heads in the cache = max_length * head_dim
+  float scale = 0;           // multiplies q·k before the softmax; 0 = 1/√head_dim
+  int64_t window = 0;        // sliding window: a query at p sees keys at p - window < j <= p; 0 = all
 };
 
 // Causal attention for `t` new query rows of one session, at positions
@@ -53,7 +66,10 @@ struct AttentionShape {
 // Arithmetic: llama.cpp's CPU attention without flash attention, bit for bit
 // (q rounded to fp16, ggml_vec_dot_f16 scores, ggml's softmax with its exp
 // approximation, probabilities rounded to fp16, ggml_vec_dot_f16 over the
-// positions); see cpu_ops.cpp.
+// positions); see cpu_ops.cpp. Keys outside a sliding window are masked as
+// llama.cpp masks them (-inf scores, exact zeros in every sum), which matches
+// its sliding-window cache while that cache has not wrapped around (up to
+// window + n_ubatch positions).
 void Attention(const float* q, const uint16_t* keys, const uint16_t* values, const AttentionShape& shape, int64_t start,
                int64_t t, float* out, int threads);
 

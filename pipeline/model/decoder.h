@@ -6,7 +6,11 @@
 //   x += Wo · Attention(RoPE(Wq · RmsNorm(x)), RoPE(Wk · RmsNorm(x)), Wv · RmsNorm(x))
 //   x += Wdown · (silu(Wgate · RmsNorm(x)) ⊙ Wup · RmsNorm(x))
 // with grouped-query attention (n_heads / n_kv_heads queries share a kv head)
-// and optional q/k/v biases (Qwen2).
+// and optional q/k/v biases (Qwen2). Family traits (model_family.h) change
+// it: Gemma 3 norms each q/k head, scales q before attention, limits most
+// layers to a sliding window with their own RoPE base, norms the attention
+// and MLP outputs before each residual add, and gates with tanh-GELU.
+// The torch backend runs only the plain Llama-family block.
 //
 // Batching: Forward takes the rows of several sessions concatenated; the
 // matrix products run once over all rows, attention per session against its

@@ -3,7 +3,9 @@
 // (which must outlive it) and expands each row exactly from its blocks. The
 // same on every backend: a row lookup is a memory copy, not math, and the
 // hidden states leave as fp32 CPU tensors anyway (a GPU would add a transfer
-// and a second copy of the table). Thread-safety: Forward is reentrant.
+// and a second copy of the table). Families with scaled embeddings (Gemma)
+// multiply each row by √hidden in fp32, as llama.cpp does. Thread-safety:
+// Forward is reentrant.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +27,7 @@ class Embedding {
 
  private:
   QuantMatrix table_;  // [vocab, hidden]
+  float scale_ = 1.0f;
 };
 
 }  // namespace troupe

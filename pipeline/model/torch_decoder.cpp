@@ -231,6 +231,10 @@ class TorchDecoder : public Decoder {
 
 Result<std::unique_ptr<Decoder>> LoadTorchDecoder(const ModelSource& source, int64_t begin, int64_t end,
                                                   const ModelOptions& options, const ResolvedBackend& backend) {
+  const ModelConfig& c = source.config();
+  if (c.activation != Activation::kSilu || c.qk_norm || c.post_norms || c.query_scale != 0 || !c.sliding_layers.empty())
+    return Status::Unsupported(source.path() + ": the torch backend runs Llama-family blocks only, not " +
+                               c.architecture + "'s; use the kernels backend (device cpu)");
   auto d = std::make_unique<TorchDecoder>(source.config(), begin, end, backend);
   TROUPE_RETURN_IF_ERROR(d->Load(source, options));
   return std::unique_ptr<Decoder>(std::move(d));

@@ -128,28 +128,6 @@ struct Avx512Ops {
 #endif
 
 template <class Ops>
-void QuantizeQ8x4(const float* x, int64_t cols, uint8_t* dst) {
-  const int64_t nblocks = cols / 32;
-  const int64_t ngroups = (nblocks + 3) / 4;
-  auto* groups = reinterpret_cast<ActGroupQ8x4*>(dst);
-  std::memset(dst, 0, static_cast<size_t>(ngroups) * sizeof(ActGroupQ8x4));
-  int8_t q[32];
-  for (int64_t b = 0; b < nblocks; ++b) {
-    ActGroupQ8x4& g = groups[b / 4];
-    const int k = static_cast<int>(b % 4);
-    int32_t sum = 0;
-    const float d = Ops::Block32(x + 32 * b, q, &sum);
-    std::memcpy(g.lo + 16 * k, q, 16);
-    std::memcpy(g.hi + 16 * k, q + 16, 16);
-    const float d16 = RoundToHalf(d);
-    g.ds_q4_1[2 * k] = d16;
-    g.ds_q4_1[2 * k + 1] = RoundToHalf(d * static_cast<float>(sum));
-    g.ds_q4_0[2 * k] = d16;
-    g.ds_q4_0[2 * k + 1] = d16 * static_cast<float>(sum);
-  }
-}
-
-template <class Ops>
 void QuantizeQ8x2(const float* x, int64_t cols, uint8_t* dst) {
   const int64_t nblocks = cols / 32;
   const int64_t ngroups = (nblocks + 1) / 2;
@@ -221,7 +199,6 @@ void QuantizeQ8K(const float* x, int64_t cols, uint8_t* dst, bool paired) {
 template <class Ops>
 void QuantizeRow(ActLayout layout, const float* x, int64_t cols, uint8_t* dst) {
   switch (layout) {
-    case ActLayout::kQ8x4: return QuantizeQ8x4<Ops>(x, cols, dst);
     case ActLayout::kQ8x2: return QuantizeQ8x2<Ops>(x, cols, dst);
     case ActLayout::kQ8K: return QuantizeQ8K<Ops>(x, cols, dst, false);
     case ActLayout::kQ8KPaired: return QuantizeQ8K<Ops>(x, cols, dst, true);
@@ -233,10 +210,12 @@ void QuantizeRow(ActLayout layout, const float* x, int64_t cols, uint8_t* dst) {
 
 ActLayout ActLayoutFor(GgmlType weight_type) {
   switch (weight_type) {
-    case GgmlType::Q4_0: return ActLayout::kQ8x4;
+    case GgmlType::Q4_0:
     case GgmlType::Q4_1:
+    case GgmlType::Q5_0:
     case GgmlType::Q8_0: return ActLayout::kQ8x2;
     case GgmlType::Q4_K: return ActLayout::kQ8KPaired;
+    case GgmlType::Q5_K:
     case GgmlType::Q6_K: return ActLayout::kQ8K;
     case GgmlType::F32:
     case GgmlType::F16:
@@ -247,7 +226,6 @@ ActLayout ActLayoutFor(GgmlType weight_type) {
 
 int64_t ActGroupValues(ActLayout layout) {
   switch (layout) {
-    case ActLayout::kQ8x4: return 128;
     case ActLayout::kQ8x2: return 64;
     case ActLayout::kQ8K:
     case ActLayout::kQ8KPaired: return 256;
@@ -261,7 +239,6 @@ int64_t ActRowBytes(ActLayout layout, int64_t cols) {
   if (gv == 0) return 0;
   const int64_t groups = (cols + gv - 1) / gv;
   switch (layout) {
-    case ActLayout::kQ8x4: return groups * static_cast<int64_t>(sizeof(ActGroupQ8x4));
     case ActLayout::kQ8x2: return groups * static_cast<int64_t>(sizeof(ActGroupQ8x2));
     case ActLayout::kQ8K:
     case ActLayout::kQ8KPaired: return groups * static_cast<int64_t>(sizeof(ActBlockQ8K));

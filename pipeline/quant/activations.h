@@ -4,13 +4,13 @@
 // vec_dot_type of each weight type). The int8 values and scales are the same
 // bits ggml computes, so our rounding error and llama.cpp's are the same error
 // rather than two independent ones:
-//   Q4_0, Q8_0 weights -> ggml Q8_0; Q4_1 -> ggml Q8_1 (quantize_row_q8_0/_1,
+//   Q4_0, Q5_0, Q8_0 weights -> ggml Q8_0; Q4_1 -> ggml Q8_1 (quantize_row_q8_0/_1,
 //     x86 path), per block of 32 values:
 //       amax = max|x|, d = amax / 127 (fp32), id = amax != 0 ? 127 / amax : 0,
 //       q = round-half-even(x * id); the scale used is fp16(d) (binary16,
 //       round to nearest even, widened back to fp32), and Q8_1 adds
 //       s = fp16(d * sum(q)) (fp32 d, not the rounded one).
-//   Q4_K, Q6_K weights -> ggml Q8_K (quantize_row_q8_K_ref), per 256 values:
+//   Q4_K, Q5_K, Q6_K weights -> ggml Q8_K (quantize_row_q8_K_ref), per 256 values:
 //       max = the first value of largest magnitude (with its sign),
 //       iscale = -127 / max, q = min(127, round-half-even(iscale * x)),
 //       d = 1 / iscale (fp32; negative when max > 0, q then has flipped
@@ -23,11 +23,9 @@
 //
 // Each weight type has a matching activation layout, arranged so the SIMD
 // kernels load activations with plain aligned loads:
-//   kQ8x4 (Q4_0):       groups of 4 blocks of 32 values, low and high halves
-//                       of each block split to line up with the weight nibbles.
-//   kQ8x2 (Q8_0, Q4_1): groups of 2 blocks of 32 values, natural order (the
-//                       order ggml's x86 Q4_1/Q8_0 dot products use).
-//   kQ8K  (Q6_K):       256-value super-blocks, natural order, with sums.
+//   kQ8x2 (Q4_0, Q4_1, Q5_0, Q8_0): groups of 2 blocks of 32 values, natural
+//                       order (the order ggml's x86 dot products use).
+//   kQ8K  (Q5_K, Q6_K):       256-value super-blocks, natural order, with sums.
 //   kQ8KPaired (Q4_K):  as kQ8K with each 128 values stored as [0..31,
 //                       64..95, 32..63, 96..127] to match Q4_K's nibbles.
 //   kNone (F32, F16, BF16): no quantization; kernels read fp32 directly.
@@ -44,23 +42,10 @@
 
 namespace troupe {
 
-enum class ActLayout { kNone, kQ8x4, kQ8x2, kQ8K, kQ8KPaired };
-constexpr int kActLayouts = 5;
+enum class ActLayout { kNone, kQ8x2, kQ8K, kQ8KPaired };
+constexpr int kActLayouts = 4;
 
 ActLayout ActLayoutFor(GgmlType weight_type);
-
-// Q4_0/Q4_1 layout, 128 values. Block k of the group (values 32k..32k+31):
-// lo[16k + j] = q[32k + j], hi[16k + j] = q[32k + 16 + j] (j < 16).
-// ds_q4_1[2k] = fp16(d_k), ds_q4_1[2k + 1] = s_k = fp16(d_k * sum_k)
-// (ggml Q8_1: the pair Q4_1's (d, m) multiply);
-// ds_q4_0[2k] = fp16(d_k), ds_q4_0[2k + 1] = fp16(d_k) * sum_k (exact in
-// fp32; Q4_0's -8 offset multiplies it), sum_k = sum of q over block k.
-struct alignas(64) ActGroupQ8x4 {
-  int8_t lo[64];
-  int8_t hi[64];
-  float ds_q4_1[8];
-  float ds_q4_0[8];
-};
 
 // Q8_0 / Q8_1 layout, 64 values. Block k: q[32k + j] = value j;
 // d[k] = fp16(d_k); s[k] = fp16(d_k * sum_k) (ggml Q8_1's s, which Q4_1's m
@@ -86,7 +71,6 @@ struct alignas(64) ActBlockQ8K {
   uint8_t pad[12];
 };
 
-static_assert(sizeof(ActGroupQ8x4) == 192, "");
 static_assert(sizeof(ActGroupQ8x2) == 128, "");
 static_assert(sizeof(ActBlockQ8K) == 320, "");
 

@@ -15,7 +15,7 @@
 
 namespace troupe {
 
-constexpr int kQk = 32;    // values per Q4_0 / Q4_1 / Q8_0 block
+constexpr int kQk = 32;    // values per Q4_0 / Q4_1 / Q5_0 / Q8_0 block
 constexpr int kQkK = 256;  // values per K-quant super-block
 
 // Q4_0: x[j] = d * ((qs[j] & 15) - 8), x[j + 16] = d * ((qs[j] >> 4) - 8).
@@ -28,6 +28,15 @@ struct BlockQ4_0 {
 struct BlockQ4_1 {
   uint16_t d;
   uint16_t m;
+  uint8_t qs[kQk / 2];
+};
+
+// Q5_0: 5-bit values, low nibbles as in Q4_0 and the fifth bits in qh (bit j
+// of the little-endian uint32 is value j's): x[j] = d * ((qs[j] & 15 |
+// bit j << 4) - 16), x[j + 16] = d * ((qs[j] >> 4 | bit (j + 16) << 4) - 16).
+struct BlockQ5_0 {
+  uint16_t d;
+  uint8_t qh[4];
   uint8_t qs[kQk / 2];
 };
 
@@ -48,6 +57,18 @@ struct BlockQ4K {
   uint8_t qs[kQkK / 2];
 };
 
+// Q5_K: Q4_K with a fifth bit per value: scales as Q4_K; for c in [0, 4) and
+// l in [0, 32), x[64c + l] = d*sc[2c]*((qs[32c+l] & 15) + 16 * (qh[l] >> 2c & 1))
+// - dmin*m[2c], x[64c + 32 + l] = d*sc[2c+1]*((qs[32c+l] >> 4) + 16 *
+// (qh[l] >> (2c+1) & 1)) - dmin*m[2c+1].
+struct BlockQ5K {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[12];
+  uint8_t qh[kQkK / 8];
+  uint8_t qs[kQkK / 2];
+};
+
 // Q6_K: 6-bit values q in [0, 64) stored as a low nibble (ql) and two high
 // bits (qh); 16 signed 8-bit scales, one per 16 values: x[i] =
 // d * scales[i / 16] * (q[i] - 32). For half h (128 values) and l in [0, 32),
@@ -65,8 +86,10 @@ struct BlockQ6K {
 
 static_assert(sizeof(BlockQ4_0) == 18, "Q4_0 block is 18 bytes");
 static_assert(sizeof(BlockQ4_1) == 20, "Q4_1 block is 20 bytes");
+static_assert(sizeof(BlockQ5_0) == 22, "Q5_0 block is 22 bytes");
 static_assert(sizeof(BlockQ8_0) == 34, "Q8_0 block is 34 bytes");
 static_assert(sizeof(BlockQ4K) == 144, "Q4_K block is 144 bytes");
+static_assert(sizeof(BlockQ5K) == 176, "Q5_K block is 176 bytes");
 static_assert(sizeof(BlockQ6K) == 210, "Q6_K block is 210 bytes");
 static_assert(offsetof(BlockQ6K, d) == 208, "Q6_K d is last");
 

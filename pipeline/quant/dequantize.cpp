@@ -30,6 +30,22 @@ void DequantizeQ4_0(const uint8_t* src, float* dst, int64_t nb) {
   }
 }
 
+void DequantizeQ5_0(const uint8_t* src, float* dst, int64_t nb) {
+  for (int64_t b = 0; b < nb; ++b, src += sizeof(BlockQ5_0), dst += kQk) {
+    BlockQ5_0 blk;
+    std::memcpy(&blk, src, sizeof blk);
+    const float d = Fp16ToFp32(blk.d);
+    uint32_t qh;
+    std::memcpy(&qh, blk.qh, sizeof qh);
+    for (int j = 0; j < kQk / 2; ++j) {
+      const int lo = static_cast<int>((blk.qs[j] & 0x0F) | ((qh >> j) & 1u) << 4) - 16;
+      const int hi = static_cast<int>((blk.qs[j] >> 4) | ((qh >> (j + 16)) & 1u) << 4) - 16;
+      dst[j] = static_cast<float>(lo) * d;
+      dst[j + kQk / 2] = static_cast<float>(hi) * d;
+    }
+  }
+}
+
 void DequantizeQ4_1(const uint8_t* src, float* dst, int64_t nb) {
   for (int64_t b = 0; b < nb; ++b, src += sizeof(BlockQ4_1), dst += kQk) {
     BlockQ4_1 blk;
@@ -68,6 +84,29 @@ void DequantizeQ4K(const uint8_t* src, float* dst, int64_t nb) {
       for (int l = 0; l < 32; ++l) {
         y[l] = d_lo * static_cast<float>(q[l] & 0x0F) - m_lo;
         y[l + 32] = d_hi * static_cast<float>(q[l] >> 4) - m_hi;
+      }
+    }
+  }
+}
+
+void DequantizeQ5K(const uint8_t* src, float* dst, int64_t nb) {
+  for (int64_t b = 0; b < nb; ++b, src += sizeof(BlockQ5K), dst += kQkK) {
+    BlockQ5K blk;
+    std::memcpy(&blk, src, sizeof blk);
+    const float d = Fp16ToFp32(blk.d);
+    const float dmin = Fp16ToFp32(blk.dmin);
+    uint8_t sc[8], m[8];
+    UnpackQ4KScales(blk.scales, sc, m);
+    for (int c = 0; c < 4; ++c) {
+      const float d_lo = d * sc[2 * c], m_lo = dmin * m[2 * c];
+      const float d_hi = d * sc[2 * c + 1], m_hi = dmin * m[2 * c + 1];
+      const uint8_t* q = blk.qs + 32 * c;
+      float* y = dst + 64 * c;
+      for (int l = 0; l < 32; ++l) {
+        const int lo = (q[l] & 0x0F) + 16 * ((blk.qh[l] >> (2 * c)) & 1);
+        const int hi = (q[l] >> 4) + 16 * ((blk.qh[l] >> (2 * c + 1)) & 1);
+        y[l] = d_lo * static_cast<float>(lo) - m_lo;
+        y[l + 32] = d_hi * static_cast<float>(hi) - m_hi;
       }
     }
   }
@@ -114,8 +153,10 @@ void dequantize(GgmlType type, const uint8_t* src, float* dst, int64_t n) {
       return;
     case GgmlType::Q4_0: return DequantizeQ4_0(src, dst, nb);
     case GgmlType::Q4_1: return DequantizeQ4_1(src, dst, nb);
+    case GgmlType::Q5_0: return DequantizeQ5_0(src, dst, nb);
     case GgmlType::Q8_0: return DequantizeQ8_0(src, dst, nb);
     case GgmlType::Q4_K: return DequantizeQ4K(src, dst, nb);
+    case GgmlType::Q5_K: return DequantizeQ5K(src, dst, nb);
     case GgmlType::Q6_K: return DequantizeQ6K(src, dst, nb);
   }
 }

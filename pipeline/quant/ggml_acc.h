@@ -12,6 +12,8 @@
 
 #include <immintrin.h>
 
+#include <cstdint>
+
 namespace troupe {
 namespace {  // NOLINT(build/namespaces): see above
 
@@ -38,6 +40,64 @@ struct GgmlAccPolicy {
     out[3] = GgmlSum(d);
   }
 };
+
+// Accumulators in llama.cpp's order. Vec_dot (ggml_vec_dot_q4_K_q8_K /
+// _q6_K_q8_K, the __AVX2__ branch): eight fp32 lanes v, lane m taking the
+// int32 sum over the super-block of values 4m..4m+3 of every 32-value chunk
+// (with their scales), acc = fma(d, float(lane), acc) once per super-block;
+// Q4_K adds four lanes m of min terms, summed as (m0+m2)+(m1+m3) and added
+// after hsum_float_8(v). Repacked (ggml_gemv_q4_K_8x8_q8_K): one chain per
+// row for the whole super-block's integer dot and one for its min term, in
+// lanes 0 and 1 of r; the output is r0 - r1.
+struct KAcc {
+  __m256 v;
+  __m128 m;
+};
+
+inline float KSum(const KAcc& a) {
+  __m128 r = _mm_add_ps(_mm256_extractf128_ps(a.v, 1), _mm256_castps256_ps128(a.v));
+  r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+  r = _mm_add_ss(r, _mm_movehdup_ps(r));
+  __m128 m = _mm_add_ps(a.m, _mm_movehl_ps(a.m, a.m));
+  m = _mm_add_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(r) + _mm_cvtss_f32(m);
+}
+
+struct KAccPolicy {
+  using Acc = KAcc;
+  static KAcc Zero() { return {_mm256_setzero_ps(), _mm_setzero_ps()}; }
+  static float Sum(const KAcc& a) { return KSum(a); }
+  static void Sum4(const KAcc& a, const KAcc& b, const KAcc& c, const KAcc& d, float* out) {
+    out[0] = KSum(a);
+    out[1] = KSum(b);
+    out[2] = KSum(c);
+    out[3] = KSum(d);
+  }
+};
+
+// The accumulator of the kernels for matrices llama.cpp repacks (Q4_0 and
+// Q4_K with rows % 8 == 0; ggml_gemv_q4_0_8x8_q8_0 / _q4_K_8x8_q8_K in
+// ggml-cpu/arch/x86/repack.cpp): one fp32 chain per output in lane 0 and,
+// for Q4_K, the chain of its min terms in lane 1; the output is lane 0 - lane 1.
+struct RepackAccPolicy {
+  using Acc = __m128;
+  static __m128 Zero() { return _mm_setzero_ps(); }
+  static float Sum(__m128 a) { return _mm_cvtss_f32(_mm_sub_ss(a, _mm_movehdup_ps(a))); }
+  static void Sum4(__m128 a, __m128 b, __m128 c, __m128 d, float* out) {
+    out[0] = Sum(a);
+    out[1] = Sum(b);
+    out[2] = Sum(c);
+    out[3] = Sum(d);
+  }
+};
+
+// Sum of the eight int32 lanes in lane 0 (exact; any order gives the same
+// integer), kept in a vector register.
+inline __m128i SumI32x8(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+  return _mm_add_epi32(s, _mm_srli_epi64(s, 32));
+}
 
 }  // namespace
 }  // namespace troupe

@@ -5,13 +5,27 @@
 // activations quantized by QuantizeActRow (activations.h); float types read
 // the fp32 activations. Kernels only read their inputs and write their own
 // rows of y, so disjoint row ranges may run on different threads at once.
-// Each output y[t, r] depends only on W[r, :] and activation row t, bit for
-// bit: not on n, r0, r1 or the other rows (batch invariance, tile_driver.h).
+// Each output y[t, r] depends only on W[r, :], activation row t and the
+// matrix's path (MatmulArgs::repacked, fixed per matrix), bit for bit: not on
+// n, r0, r1 or the other rows (batch invariance, tile_driver.h).
 //
 // Three implementations exist: kScalar (portable reference, always built),
 // kAvx2 (AVX2 + FMA + F16C) and kAvx512 (AVX-512 F/BW/VL + VNNI). A SIMD set
 // is compiled only when the compiler targets it (-march=native on a capable
 // build machine), so "compiled in" also means "this CPU runs it".
+//
+// For quantized weights kAvx2 and kAvx512 compute, for one activation row,
+// exactly what llama.cpp's CPU backend computes on an x86 CPU with AVX2
+// (same bits; ggml_reference_test.cpp checks it against llama-cpp-python's
+// libggml), following the path llama.cpp takes per type and shape
+// (docs/quant-paths.md):
+//   Q4_1, Q5_0, Q8_0, Q5_K, Q6_K: ggml_vec_dot_<type>_q8_* (__AVX2__ branch);
+//   Q4_0, Q4_K, rows % 8 == 0:  the repacked gemv (ggml_gemv_q4_0_8x8_q8_0,
+//                               ggml_gemv_q4_K_8x8_q8_K), GgmlRepacks below;
+//   Q4_0, Q4_K, other rows:     ggml_vec_dot_<type>_q8_* (__AVX2__ branch).
+// Several activation rows give each row's one-row result (llama.cpp's own
+// batched paths round differently). kScalar follows ggml's portable loops for
+// the 32-value types (kernels_scalar.cpp). Float weights: our own FMA order.
 #pragma once
 
 #include <cstdint>
@@ -44,7 +58,19 @@ struct MatmulArgs {
   int64_t xs4_blocks = 0;
   float* y = nullptr;  // [n, ldy] outputs
   int64_t ldy = 0;
+  // llama.cpp would repack this matrix (GgmlRepacks): kernels of that type
+  // then follow its interleaved gemv's order instead of its vec_dot's.
+  bool repacked = false;
 };
+
+// Whether llama.cpp's CPU backend, on an AVX2 CPU with its default REPACK
+// extra buffer, repacks a weight of `type` with `rows` rows (ne[1]) into
+// 8-row interleaved blocks for its one-token gemv: Q4_0 (q4_0_8x8) and Q4_K
+// (q4_K_8x8) when rows % 8 == 0 (ggml-cpu/repack.cpp,
+// ggml_repack_get_optimal_repack_type).
+inline bool GgmlRepacks(GgmlType type, int64_t rows) {
+  return (type == GgmlType::Q4_0 || type == GgmlType::Q4_K) && rows % 8 == 0;
+}
 
 using RowsKernel = void (*)(const MatmulArgs& args, int64_t r0, int64_t r1);
 

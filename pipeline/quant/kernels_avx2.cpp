@@ -1,7 +1,10 @@
 // AVX2 kernels (AVX2 + FMA + F16C) for every supported weight type: the path
-// for CPUs without AVX-512. Same arithmetic as the AVX-512 kernels at 256
-// bits: maddubs (unsigned x signed bytes -> int16 pairs) + madd (-> int32)
-// replace VNNI; Q8_0 uses abs(w) x sign(x, w) to stay unsigned x signed.
+// for CPUs without AVX-512. Quantized types follow llama.cpp's x86 paths bit
+// for bit, as the AVX-512 kernels do (kernels_avx512*.cpp, docs/quant-paths.md):
+// vec_dot's eight lanes for Q4_0 (rows % 8 != 0), Q4_1, Q5_0, Q8_0, Q4_K
+// (rows % 8 != 0), Q5_K and Q6_K; the repacked gemv's one chain per output for
+// Q4_0 and Q4_K with rows % 8 == 0. maddubs (unsigned x signed bytes -> int16
+// pairs) + madd (-> int32) replace VNNI; signed weights use abs(w) x sign(x, w).
 // Only 16 vector registers: tiles are at most 2 weight rows x 2 activation rows
 // (4 for float weights). Activation layouts as in activations.h (Q4_K reads
 // kQ8KPaired, whose 32-value runs line up with its nibbles).
@@ -54,76 +57,6 @@ struct FloatAcc {
   static void Sum4(__m256 a, __m256 b, __m256 c, __m256 d, float* out) {
     const __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
     _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1)));
-  }
-};
-
-// Q4_0 / Q4_1: two blocks per register, lane k = block k (layout kQ8x4 halves).
-template <bool kHasMin>
-struct Q4Kernel : FloatAcc {
-  static constexpr int kMaxR = 2, kMaxT = 2;
-  static constexpr int64_t kBlockBytes = kHasMin ? 20 : 18;
-  static constexpr int kQsOffset = kHasMin ? 4 : 2;
-
-  struct Pair2 {
-    __m256i lo, hi;
-    __m128 dm;  // (d_0, m_0, d_1, m_1); Q4_0 has m = -8 d
-  };
-
-  // The fp16 (d, m) pair of a block as one dword.
-  static int32_t DmBits(const uint8_t* blk) {
-    uint32_t v;
-    if (kHasMin) {
-      std::memcpy(&v, blk, sizeof v);
-    } else {
-      uint16_t d;
-      std::memcpy(&d, blk, sizeof d);
-      v = d | static_cast<uint32_t>(d) << 16;
-    }
-    return static_cast<int32_t>(v);
-  }
-
-  static Pair2 Decode(__m256i qs, int32_t dm0, int32_t dm1) {
-    const __m256i low4 = _mm256_set1_epi8(0x0F);
-    __m128 dm = _mm_cvtph_ps(_mm_setr_epi32(dm0, dm1, 0, 0));
-    if (!kHasMin) dm = _mm_mul_ps(dm, _mm_setr_ps(1, -8, 1, -8));
-    return {_mm256_and_si256(qs, low4), _mm256_and_si256(_mm256_srli_epi16(qs, 4), low4), dm};
-  }
-
-  // The activation scale pairs this weight format multiplies (activations.h).
-  static const float* ActScales(const ActGroupQ8x4* x) { return kHasMin ? x->ds_q4_1 : x->ds_q4_0; }
-
-  template <int R, int T>
-  static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, __m256 (&acc)[R][T]) {
-    const int64_t nblocks = a.cols / 32;
-    const uint8_t* row0 = a.w + r * a.row_bytes;
-    const __m256i spread = _mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2);
-    for (int64_t b = 0; b < nblocks; b += 2) {
-      for (int i = 0; i < R; ++i) {
-        const uint8_t* p = row0 + i * a.row_bytes + b * kBlockBytes;
-        Pair2 w;
-        if (b + 1 < nblocks) {
-          const uint8_t* p1 = p + kBlockBytes;
-          const __m256i qs =
-              _mm256_inserti128_si256(_mm256_castsi128_si256(LoadU128(p + kQsOffset)), LoadU128(p1 + kQsOffset), 1);
-          w = Decode(qs, DmBits(p), DmBits(p1));
-        } else {
-          w = Decode(_mm256_zextsi128_si256(LoadU128(p + kQsOffset)), DmBits(p), 0);
-        }
-        const int64_t g = b / 4, half = (b / 2) % 2;
-        for (int j = 0; j < T; ++j) {
-          const auto* x = reinterpret_cast<const ActGroupQ8x4*>(a.xq + (t0 + j) * a.xq_stride) + g;
-          const __m256i p16 = _mm256_add_epi16(_mm256_maddubs_epi16(w.lo, Load256(x->lo + 32 * half)),
-                                               _mm256_maddubs_epi16(w.hi, Load256(x->hi + 32 * half)));
-          const __m256i raw = _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
-          // (d_w d_x, m s_x) pairs: scales spread over each block's lanes, min
-          // terms added into lanes 1 and 3.
-          const __m256 prod = _mm256_castps128_ps256(_mm_mul_ps(w.dm, _mm_load_ps(ActScales(x) + 4 * half)));
-          const __m256 scale = _mm256_permutevar8x32_ps(prod, spread);
-          acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(raw), scale, acc[i][j]);
-          acc[i][j] = _mm256_add_ps(acc[i][j], _mm256_blend_ps(_mm256_setzero_ps(), prod, 0x0A));
-        }
-      }
-    }
   }
 };
 
@@ -188,6 +121,96 @@ struct Q8_0Kernel : GgmlAccPolicy {
   }
 };
 
+// Q4_0 and Q5_0 x Q8_0 in llama.cpp's orders, one block at a time: nibbles
+// [low | high] (bytes_from_nibbles_32), less 8 (Q4_0) or less 16 where the
+// qh bit is clear (Q5_0, bytes_from_bits_32); abs(q) x sign(x, q).
+inline __m256i Nibbles32(const uint8_t* qs16) {
+  const __m128i qs = LoadU128(qs16);
+  return _mm256_and_si256(_mm256_inserti128_si256(_mm256_castsi128_si256(qs), _mm_srli_epi16(qs, 4), 1),
+                          _mm256_set1_epi8(0x0F));
+}
+struct Q4_0Bits {
+  static constexpr int64_t kBlockBytes = 18;
+  static __m256i Values(const uint8_t* p) { return _mm256_sub_epi8(Nibbles32(p + 2), _mm256_set1_epi8(8)); }
+};
+struct Q5_0Bits {
+  static constexpr int64_t kBlockBytes = 22;
+  // 0xFF in byte j where bit j of qh is set.
+  static __m256i BitsToBytes(uint32_t qh) {
+    const __m256i shuf = _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303);
+    const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(qh)), shuf);
+    const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+    return _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit);
+  }
+  static __m256i Values(const uint8_t* p) {
+    uint32_t qh;
+    std::memcpy(&qh, p + 2, sizeof qh);
+    return _mm256_or_si256(Nibbles32(p + 6),
+                           _mm256_andnot_si256(BitsToBytes(qh), _mm256_set1_epi8(static_cast<char>(0xF0))));
+  }
+};
+
+inline __m256i BlockDot(__m256i q_abs, __m256i q, const MatmulArgs& a, int64_t t, int64_t b, float* dx) {
+  const auto* x = reinterpret_cast<const ActGroupQ8x2*>(a.xq + t * a.xq_stride) + b / 2;
+  const int k = static_cast<int>(b % 2);
+  *dx = x->d[k];
+  return DotU8S8(q_abs, _mm256_sign_epi8(Load256(x->q + 32 * k), q));
+}
+
+// vec_dot: acc = fma(d_w d_x, float(lane sums), acc) per block.
+template <class F>
+struct Q50GgmlKernel : GgmlAccPolicy {
+  static constexpr int kMaxR = 2, kMaxT = 2;
+
+  template <int R, int T>
+  static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, GgmlAcc (&acc)[R][T]) {
+    const int64_t nblocks = a.cols / 32;
+    const uint8_t* row0 = a.w + r * a.row_bytes;
+    for (int64_t b = 0; b < nblocks; ++b) {
+      for (int i = 0; i < R; ++i) {
+        const uint8_t* p = row0 + i * a.row_bytes + b * F::kBlockBytes;
+        const __m256i q = F::Values(p);
+        const __m256i q_abs = _mm256_sign_epi8(q, q);
+        const float dw = HalfAt(p);
+        for (int j = 0; j < T; ++j) {
+          float dx;
+          const __m256 f = _mm256_cvtepi32_ps(BlockDot(q_abs, q, a, t0 + j, b, &dx));
+          acc[i][j].v = _mm256_fmadd_ps(_mm256_set1_ps(dw * dx), f, acc[i][j].v);
+        }
+      }
+    }
+  }
+};
+
+// Q4_0 repacked (ggml_gemv_q4_0_8x8_q8_0): acc = fma(float(block dot), d_w d_x, acc).
+struct Q4_0RepackKernel : RepackAccPolicy {
+  static constexpr int kMaxR = 2, kMaxT = 2;
+
+  template <int R, int T>
+  static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, __m128 (&acc)[R][T]) {
+    const int64_t nblocks = a.cols / 32;
+    const uint8_t* row0 = a.w + r * a.row_bytes;
+    for (int64_t b = 0; b < nblocks; ++b) {
+      for (int i = 0; i < R; ++i) {
+        const uint8_t* p = row0 + i * a.row_bytes + b * Q4_0Bits::kBlockBytes;
+        const __m256i q = Q4_0Bits::Values(p);
+        const __m256i q_abs = _mm256_sign_epi8(q, q);
+        const float dw = HalfAt(p);
+        for (int j = 0; j < T; ++j) {
+          float dx;
+          const __m128i isum = SumI32x8(BlockDot(q_abs, q, a, t0 + j, b, &dx));
+          acc[i][j] = _mm_fmadd_ps(_mm_cvtepi32_ps(isum), _mm_set_ss(dw * dx), acc[i][j]);  // lanes 1-3: + 0
+        }
+      }
+    }
+  }
+};
+
+void Q4_0Rows(const MatmulArgs& a, int64_t r0, int64_t r1) {
+  if (a.repacked) return tiling::Rows<Q4_0RepackKernel>(a, r0, r1);
+  tiling::Rows<Q50GgmlKernel<Q4_0Bits>>(a, r0, r1);
+}
+
 inline const ActBlockQ8K* XBlock(const MatmulArgs& a, int64_t t, int64_t sb) {
   return reinterpret_cast<const ActBlockQ8K*>(a.xq + t * a.xq_stride) + sb;
 }
@@ -197,53 +220,154 @@ inline __m256i DotScaled(__m256i q_u8, const int8_t* x, __m256i scales16) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(q_u8, Load256(x)), scales16);
 }
 
-struct Q4KKernel : FloatAcc {
+// Q4_K: the super-block's eight lanes (lane m: values 4m..4m+3 of each
+// 32-value sub-block, times its scale) and four min lanes (m[2k] bsum32[2k]
+// + m[2k + 1] bsum32[2k + 1]); ggml's AVX2 loop computes the same integers.
+template <int T>
+inline void Q4KSuperBlock(const MatmulArgs& a, const uint8_t* p, int64_t t0, int64_t sb, __m256i (&isum)[T],
+                          __m128i (&msum)[T]) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  uint64_t sc8, mn8;
+  UnpackQ4KScalesPacked(p + 4, &sc8, &mn8);
+  for (int j = 0; j < T; ++j) isum[j] = _mm256_setzero_si256();
+  for (int c = 0; c < 4; ++c) {
+    const __m256i qv = LoadU256(p + 16 + 32 * c);
+    const __m256i lo = _mm256_and_si256(qv, low4);
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qv, 4), low4);
+    const __m256i s_lo = _mm256_set1_epi16(static_cast<int16_t>((sc8 >> (16 * c)) & 0xFF));
+    const __m256i s_hi = _mm256_set1_epi16(static_cast<int16_t>((sc8 >> (16 * c + 8)) & 0xFF));
+    for (int j = 0; j < T; ++j) {
+      const ActBlockQ8K* x = XBlock(a, t0 + j, sb);
+      const int8_t* xlo = x->q + 128 * (c / 2) + 32 * (c % 2);  // kQ8KPaired
+      isum[j] = _mm256_add_epi32(isum[j], DotScaled(lo, xlo, s_lo));
+      isum[j] = _mm256_add_epi32(isum[j], DotScaled(hi, xlo + 64, s_hi));
+    }
+  }
+  const __m128i mn16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(mn8)));
+  for (int j = 0; j < T; ++j) {
+    const ActBlockQ8K* x = XBlock(a, t0 + j, sb);
+    msum[j] = _mm_madd_epi16(mn16, _mm_load_si128(reinterpret_cast<const __m128i*>(x->bsum32)));
+  }
+}
+
+// Q4_K as ggml_vec_dot_q4_K_q8_K (KAccPolicy, ggml_acc.h).
+struct Q4KVecDotKernel : KAccPolicy {
   static constexpr int kMaxR = 1, kMaxT = 2;
   static constexpr int64_t kBlockBytes = 144;
 
   template <int R, int T>
-  static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, __m256 (&acc)[R][T]) {
+  static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, KAcc (&acc)[R][T]) {
+    static_assert(R == 1, "K-quant tiles are one weight row");
+    const uint8_t* row = a.w + r * a.row_bytes;
+    for (int64_t sb = 0; sb < a.cols / 256; ++sb) {
+      const uint8_t* p = row + sb * kBlockBytes;
+      const float d = HalfAt(p), dmin = HalfAt(p + 2);
+      __m256i isum[T];
+      __m128i msum[T];
+      Q4KSuperBlock<T>(a, p, t0, sb, isum, msum);
+      for (int j = 0; j < T; ++j) {
+        const float dx = XBlock(a, t0 + j, sb)->d;
+        acc[0][j].v = _mm256_fmadd_ps(_mm256_set1_ps(dx * d), _mm256_cvtepi32_ps(isum[j]), acc[0][j].v);
+        acc[0][j].m = _mm_fmadd_ps(_mm_set1_ps(-dx * dmin), _mm_cvtepi32_ps(msum[j]), acc[0][j].m);
+      }
+    }
+  }
+};
+
+// Q4_K as ggml_gemv_q4_K_8x8_q8_K (repacked; RepackAccPolicy, ggml_acc.h).
+struct Q4KRepackKernel : RepackAccPolicy {
+  static constexpr int kMaxR = 1, kMaxT = 2;
+  static constexpr int64_t kBlockBytes = 144;
+
+  template <int R, int T>
+  static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, __m128 (&acc)[R][T]) {
+    static_assert(R == 1, "K-quant tiles are one weight row");
+    const uint8_t* row = a.w + r * a.row_bytes;
+    for (int64_t sb = 0; sb < a.cols / 256; ++sb) {
+      const uint8_t* p = row + sb * kBlockBytes;
+      const float d = HalfAt(p), dmin = HalfAt(p + 2);
+      __m256i isum[T];
+      __m128i msum[T];
+      Q4KSuperBlock<T>(a, p, t0, sb, isum, msum);
+      for (int j = 0; j < T; ++j) {
+        const float dx = XBlock(a, t0 + j, sb)->d;
+        // lane 0: the super-block's dot, lane 1: its min sum
+        const __m128i ints = _mm_hadd_epi32(
+            _mm_hadd_epi32(_mm_add_epi32(_mm256_castsi256_si128(isum[j]), _mm256_extracti128_si256(isum[j], 1)),
+                           msum[j]),
+            _mm_setzero_si128());
+        const __m128 scale = _mm_setr_ps(d * dx, dmin * dx, 0.0f, 0.0f);
+        acc[0][j] = _mm_fmadd_ps(_mm_cvtepi32_ps(ints), scale, acc[0][j]);
+      }
+    }
+  }
+};
+
+void Q4KRows(const MatmulArgs& a, int64_t r0, int64_t r1) {
+  if (a.repacked) return tiling::Rows<Q4KRepackKernel>(a, r0, r1);
+  tiling::Rows<Q4KVecDotKernel>(a, r0, r1);
+}
+
+// Q5_K as ggml_vec_dot_q5_K_q8_K (__AVX2__ branch), kQ8K activations: per
+// 64 values c, q = nibble + 16 * fifth bit (qh bit 2c / 2c + 1); eight lanes
+// acc = fma(d_x d_w, lanes, acc); the min terms go into one scalar chain
+// summs = fma(-d_x dmin_w, float(sum m bsum32), summs) (gcc contracts ggml's
+// `summs += dmin * isum`), added after hsum_float_8 (GgmlAccPolicy's s).
+// Also the AVX-512 build's Q5_K kernel.
+struct Q5KKernel : GgmlAccPolicy {
+  static constexpr int kMaxR = 1, kMaxT = 2;
+  static constexpr int64_t kBlockBytes = 176;
+
+  template <int R, int T>
+  static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, GgmlAcc (&acc)[R][T]) {
     static_assert(R == 1, "K-quant tiles are one weight row");
     const __m256i low4 = _mm256_set1_epi8(0x0F);
+    const __m256i bit4 = _mm256_set1_epi8(0x10);
     const uint8_t* row = a.w + r * a.row_bytes;
     for (int64_t sb = 0; sb < a.cols / 256; ++sb) {
       const uint8_t* p = row + sb * kBlockBytes;
       const float d = HalfAt(p), dmin = HalfAt(p + 2);
       uint64_t sc8, mn8;
       UnpackQ4KScalesPacked(p + 4, &sc8, &mn8);
+      const __m256i qh = LoadU256(p + 16);
       __m256i isum[T];
       for (int j = 0; j < T; ++j) isum[j] = _mm256_setzero_si256();
       for (int c = 0; c < 4; ++c) {
-        const __m256i qv = LoadU256(p + 16 + 32 * c);
-        const __m256i lo = _mm256_and_si256(qv, low4);
-        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qv, 4), low4);
+        const __m256i qv = LoadU256(p + 48 + 32 * c);
+        // fifth bits 2c and 2c + 1 moved to bit 4 of each byte
+        const __m256i h_lo = _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(qh, 2 * c), 4), bit4);
+        const __m256i h_hi = _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(qh, 2 * c + 1), 4), bit4);
+        const __m256i lo = _mm256_or_si256(_mm256_and_si256(qv, low4), h_lo);
+        const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qv, 4), low4), h_hi);
         const __m256i s_lo = _mm256_set1_epi16(static_cast<int16_t>((sc8 >> (16 * c)) & 0xFF));
         const __m256i s_hi = _mm256_set1_epi16(static_cast<int16_t>((sc8 >> (16 * c + 8)) & 0xFF));
         for (int j = 0; j < T; ++j) {
           const ActBlockQ8K* x = XBlock(a, t0 + j, sb);
-          const int8_t* xlo = x->q + 128 * (c / 2) + 32 * (c % 2);  // kQ8KPaired
-          isum[j] = _mm256_add_epi32(isum[j], DotScaled(lo, xlo, s_lo));
-          isum[j] = _mm256_add_epi32(isum[j], DotScaled(hi, xlo + 64, s_hi));
+          isum[j] = _mm256_add_epi32(isum[j], DotScaled(lo, x->q + 64 * c, s_lo));
+          isum[j] = _mm256_add_epi32(isum[j], DotScaled(hi, x->q + 64 * c + 32, s_hi));
         }
       }
       const __m128i mn16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(mn8)));
       for (int j = 0; j < T; ++j) {
         const ActBlockQ8K* x = XBlock(a, t0 + j, sb);
-        const __m128i msum = _mm_madd_epi16(mn16, _mm_load_si128(reinterpret_cast<const __m128i*>(x->bsum32)));
-        const __m128 mterm = _mm_mul_ps(_mm_cvtepi32_ps(msum), _mm_set1_ps(-dmin * x->d));
-        acc[0][j] = _mm256_add_ps(acc[0][j], _mm256_zextps128_ps256(mterm));
-        acc[0][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), _mm256_set1_ps(d * x->d), acc[0][j]);
+        const __m128i prod = _mm_madd_epi16(mn16, _mm_load_si128(reinterpret_cast<const __m128i*>(x->bsum32)));
+        const __m128i msum = _mm_hadd_epi32(_mm_hadd_epi32(prod, _mm_setzero_si128()), _mm_setzero_si128());
+        acc[0][j].v = _mm256_fmadd_ps(_mm256_set1_ps(x->d * d), _mm256_cvtepi32_ps(isum[j]), acc[0][j].v);
+        acc[0][j].s = _mm_fmadd_ss(_mm_set_ss(-x->d * dmin), _mm_cvtepi32_ps(msum), acc[0][j].s);
       }
     }
   }
 };
 
-struct Q6KKernel : FloatAcc {
+// Q6_K as ggml_vec_dot_q6_K_q8_K: each 32-value chunk's 256-bit dot already
+// has ggml's lanes (lane m: values 4m..4m+3), less 32 (sc bsum16) per lane
+// pair as ggml; acc = fma(d_x d_w, lanes, acc) (GgmlAccPolicy).
+struct Q6KKernel : GgmlAccPolicy {
   static constexpr int kMaxR = 1, kMaxT = 2;
   static constexpr int64_t kBlockBytes = 210;
 
   template <int R, int T>
-  static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, __m256 (&acc)[R][T]) {
+  static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, GgmlAcc (&acc)[R][T]) {
     static_assert(R == 1, "K-quant tiles are one weight row");
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     const __m256i bits45 = _mm256_set1_epi8(0x30);
@@ -278,7 +402,7 @@ struct Q6KKernel : FloatAcc {
         const ActBlockQ8K* x = XBlock(a, t0 + j, sb);
         const __m256i corr = _mm256_madd_epi16(sc16, Load256(x->bsum16));
         isum[j] = _mm256_sub_epi32(isum[j], _mm256_slli_epi32(corr, 5));
-        acc[0][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), _mm256_set1_ps(d * x->d), acc[0][j]);
+        acc[0][j].v = _mm256_fmadd_ps(_mm256_set1_ps(x->d * d), _mm256_cvtepi32_ps(isum[j]), acc[0][j].v);
       }
     }
   }
@@ -351,10 +475,12 @@ RowsKernel GetAvx2Kernel(GgmlType type) {
     case GgmlType::F32: return tiling::Rows<FloatKernel<LoadF32>>;
     case GgmlType::F16: return tiling::Rows<FloatKernel<LoadF16>>;
     case GgmlType::BF16: return tiling::Rows<FloatKernel<LoadBf16>>;
-    case GgmlType::Q4_0: return tiling::Rows<Q4Kernel<false>>;
+    case GgmlType::Q4_0: return Q4_0Rows;
     case GgmlType::Q4_1: return tiling::Rows<Q4_1GgmlKernel>;
+    case GgmlType::Q5_0: return tiling::Rows<Q50GgmlKernel<Q5_0Bits>>;
     case GgmlType::Q8_0: return tiling::Rows<Q8_0Kernel>;
-    case GgmlType::Q4_K: return tiling::Rows<Q4KKernel>;
+    case GgmlType::Q4_K: return Q4KRows;
+    case GgmlType::Q5_K: return tiling::Rows<Q5KKernel>;
     case GgmlType::Q6_K: return tiling::Rows<Q6KKernel>;
   }
   return nullptr;

@@ -1,30 +1,27 @@
-// AVX-512 kernels (F, BW, VL, VNNI; F16C + FMA) for F32/F16/BF16, Q4_0, Q4_1
-// and Q8_0 weights. K-quants are in kernels_avx512_k.cpp.
+// AVX-512 kernels (F, BW, VL, VNNI; F16C + FMA) for F32/F16/BF16, Q4_0, Q4_1,
+// Q5_0 and Q8_0 weights. Q4_K and Q6_K are in kernels_avx512_k.cpp; Q5_K
+// uses the AVX2 kernel (kernels_avx2.cpp).
 //
-// Q4_1 and Q8_0 (the SmolLM2 Q4_1 file's types) use the ggml-order kernels
-// below (Q4_1GgmlKernel, Q8_0GgmlKernel): bit-identical to llama.cpp's x86
-// vec_dot, one FMA per block and output, at some cost in speed. Q4_0 keeps
-// the faster reassociated kernel described here (llama.cpp repacks Q4_0 on
-// AVX2 machines anyway, a different order again).
+// Every quantized type here follows the path llama.cpp's CPU backend takes
+// for it on an AVX2/AVX-512 x86 CPU, bit for bit (docs/quant-paths.md; checked
+// against llama-cpp-python's libggml by ggml_reference_test.cpp):
+//   Q4_1, Q5_0, Q8_0, and Q4_0 with rows % 8 != 0: ggml_vec_dot_*_q8_* (the
+//     __AVX2__ branch of ggml-cpu/arch/x86/quants.c), eight fp32 lanes, one
+//     FMA per block (GgmlAccPolicy, ggml_acc.h);
+//   Q4_0 with rows % 8 == 0: llama.cpp repacks it (q4_0_8x8) and runs
+//     ggml_gemv_q4_0_8x8_q8_0: one fp32 chain per output, one FMA per block
+//     on the block's whole integer dot (RepackAccPolicy).
+// The integer sums are exact whatever instructions compute them, so the
+// kernels use 256/512-bit VNNI freely; only the fp32 operations must match.
 //
-// Q4_0 (and formerly Q4_1): four 32-value blocks per 512-bit register. Their 16-byte nibble
-// arrays are gathered into the four 128-bit lanes with one two-source
-// permute; low nibbles meet the activations' `lo` halves and high nibbles
-// their `hi` halves (layout kQ8x4), so one VNNI dpbusd per half yields four
-// int32 partial sums per block. The four (d, m) pairs are widened once as 8
-// halves, multiplied by the activations' (d_x, s_x) pairs (ggml Q8_1's s for
-// Q4_1; d_x * sum for Q4_0, whose m is -8 d), spread over the lanes as
-// per-lane scales, and the min terms are added into spare lanes. Horizontal
-// sums happen once per row.
-//
-// Q8_0: two blocks per register. dpbusd is unsigned x signed, so weights are
-// flipped to w + 128 (XOR 0x80) and 128 * sum(x) per block is subtracted
-// from the int32 result, which keeps the dot exact.
+// Q8_0 blocks are decoded two per register. dpbusd is unsigned x signed, so
+// weights are flipped to w + 128 (XOR 0x80) and 128 * the sum of each ggml
+// lane's four activations is subtracted, which keeps every lane exact.
 //
 // On Zen 4 most 512-bit operations issue at one per cycle and loads at one
 // 64-byte line per cycle, so the kernels minimise both: weights are loaded
-// once with 64 + 16 (or 4) byte loads and the activation scales are 32 bytes
-// per group instead of per-lane copies.
+// once with plain loads (a masked 512-bit load streams DRAM at a quarter of
+// the speed) and reused from registers for up to four activation rows.
 
 #include "pipeline/quant/kernels.h"
 
@@ -44,80 +41,14 @@ namespace troupe {
 #if defined(TROUPE_HAVE_AVX512)
 namespace {
 
+inline float HalfAt(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, sizeof h);
+  return _cvtsh_ss(h);
+}
+
 using avx512::Mask16;
 using avx512::Mask32;
-
-// Decoded weights of one group of four Q4 blocks.
-struct Q4Group {
-  __m512i lo, hi;  // nibbles 0..15; lane k = block k values 0..15 / 16..31
-  __m256 dm;       // (d_k, m_k) at 2k, 2k + 1; Q4_0 has m_k = -8 d_k
-};
-
-// Q4_0 block = fp16 d + 16 bytes = 9 words; four blocks are words 0..35:
-// a = words 0..31, b = words 32..35 (in its low lane).
-struct Q4_0Format {
-  static constexpr int64_t kBlockBytes = 18;
-  static const float* ActScales(const ActGroupQ8x4* x) { return x->ds_q4_0; }  // (d, d sum)
-  static Q4Group Decode(__m512i a, __m512i b) {
-    alignas(64) static const int16_t kQs[32] = {1,  2,  3,  4,  5,  6,  7,  8,  10, 11, 12, 13, 14, 15, 16, 17,
-                                                19, 20, 21, 22, 23, 24, 25, 26, 28, 29, 30, 31, 32, 33, 34, 35};
-    alignas(64) static const int16_t kD[32] = {0, 0, 9, 9, 18, 18, 27, 27};  // (d_k, d_k)
-    const __m512i qs = _mm512_permutex2var_epi16(a, _mm512_load_si512(kQs), b);
-    const __m512i d = _mm512_permutexvar_epi16(_mm512_load_si512(kD), a);
-    const __m512i low4 = _mm512_set1_epi8(0x0F);
-    const __m256 offset = _mm256_setr_ps(1, -8, 1, -8, 1, -8, 1, -8);
-    return {_mm512_and_si512(qs, low4), _mm512_and_si512(_mm512_srli_epi16(qs, 4), low4),
-            _mm256_mul_ps(_mm256_cvtph_ps(_mm512_castsi512_si128(d)), offset)};
-  }
-  static Q4Group Load(const uint8_t* p) {
-    return Decode(_mm512_loadu_si512(p),
-                  _mm512_castsi128_si512(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 64))));
-  }
-  static Q4Group LoadTail(const uint8_t* p, int nb) {
-    return Decode(_mm512_maskz_loadu_epi16(Mask32(9 * nb), p), _mm512_setzero_si512());
-  }
-};
-
-template <class F>
-struct Q4Kernel : avx512::FloatAcc {
-  static constexpr int kMaxR = 4, kMaxT = 4;
-
-  // acc += per-lane (d_w * d_x) * int dot; the four min terms (m_k * s_k, or
-  // -8 d_k * d_x sum_k for Q4_0) are added into lanes 1, 3, 5, 7 (any lane
-  // works: rows are summed whole).
-  template <int T>
-  static void Step(const MatmulArgs& a, const Q4Group& w, int64_t t0, int64_t g, __m512 (&acc)[T]) {
-    alignas(64) static const int32_t kSpread[16] = {0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6};
-    for (int j = 0; j < T; ++j) {
-      const auto* x = reinterpret_cast<const ActGroupQ8x4*>(a.xq + (t0 + j) * a.xq_stride) + g;
-      __m512i raw = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.lo, _mm512_load_si512(x->lo));
-      raw = _mm512_dpbusd_epi32(raw, w.hi, _mm512_load_si512(x->hi));
-      const __m512 prod = _mm512_castps256_ps512(_mm256_mul_ps(w.dm, _mm256_load_ps(F::ActScales(x))));
-      const __m512 scale = _mm512_permutexvar_ps(_mm512_load_si512(kSpread), prod);
-      acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(raw), scale, acc[j]);
-      acc[j] = _mm512_mask_add_ps(acc[j], 0xAA, acc[j], prod);
-    }
-  }
-
-  template <int R, int T>
-  static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, __m512 (&acc)[R][T]) {
-    const int64_t nblocks = a.cols / 32;
-    const int64_t full = nblocks / 4;
-    const int tail = static_cast<int>(nblocks % 4);
-    const uint8_t* row0 = a.w + r * a.row_bytes;
-    for (int64_t g = 0; g < full; ++g) {
-      for (int i = 0; i < R; ++i) {
-        Step<T>(a, F::Load(row0 + i * a.row_bytes + g * 4 * F::kBlockBytes), t0, g, acc[i]);
-      }
-    }
-    if (tail != 0) {
-      for (int i = 0; i < R; ++i) {
-        const Q4Group w = F::LoadTail(row0 + i * a.row_bytes + full * 4 * F::kBlockBytes, tail);
-        Step<T>(a, w, t0, full, acc[i]);
-      }
-    }
-  }
-};
 
 // Q8_0 block = fp16 d + 32 bytes = 17 words; two blocks are words 0..33:
 // a = words 0..31, b = words 32..33 (in its low lane).
@@ -363,6 +294,97 @@ struct Q8_0GgmlKernel : GgmlAccPolicy {
   }
 };
 
+// Q4_0 and Q5_0 x Q8_0 in llama.cpp's orders, one block at a time. The 32
+// values are the nibbles [low | high] (as Q4_1), less 8 (Q4_0) or less 16
+// where the block's qh bit is clear (Q5_0): q in [-8, 7] / [-16, 15].
+// abs(q) x sign(x, q) through 256-bit VNNI gives ggml's eight lane sums (the
+// branch its mul_sum_i8_pairs_float takes with AVX512VNNI + VL; every
+// variant computes the same exact integers).
+struct Q4_0Bits {
+  static constexpr int64_t kBlockBytes = 18;
+  static __m256i Values(const uint8_t* p) {
+    const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2));
+    const __m256i nib = _mm256_and_si256(_mm256_inserti128_si256(_mm256_castsi128_si256(qs), _mm_srli_epi16(qs, 4), 1),
+                                         _mm256_set1_epi8(0x0F));
+    return _mm256_sub_epi8(nib, _mm256_set1_epi8(8));
+  }
+};
+struct Q5_0Bits {
+  static constexpr int64_t kBlockBytes = 22;
+  static __m256i Values(const uint8_t* p) {
+    uint32_t qh;
+    std::memcpy(&qh, p + 2, sizeof qh);
+    const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 6));
+    const __m256i nib = _mm256_and_si256(_mm256_inserti128_si256(_mm256_castsi128_si256(qs), _mm_srli_epi16(qs, 4), 1),
+                                         _mm256_set1_epi8(0x0F));
+    return _mm256_mask_sub_epi8(nib, static_cast<__mmask32>(~qh), nib, _mm256_set1_epi8(16));
+  }
+};
+
+inline __m256i BlockDot(__m256i q_abs, __m256i q, const MatmulArgs& a, int64_t t, int64_t b, float* dx) {
+  const auto* x = reinterpret_cast<const ActGroupQ8x2*>(a.xq + t * a.xq_stride) + b / 2;
+  const int k = static_cast<int>(b % 2);
+  *dx = x->d[k];
+  const __m256i xs = _mm256_sign_epi8(_mm256_load_si256(reinterpret_cast<const __m256i*>(x->q + 32 * k)), q);
+  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), q_abs, xs);
+}
+
+// vec_dot (ggml_vec_dot_q4_0_q8_0 / _q5_0_q8_0, the __AVX2__ branch):
+// acc = fma(d_w d_x, float(lane sums), acc) per block, then hsum_float_8.
+template <class F>
+struct Q50GgmlKernel : GgmlAccPolicy {
+  static constexpr int kMaxR = 2, kMaxT = 4;
+
+  template <int R, int T>
+  static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, GgmlAcc (&acc)[R][T]) {
+    const int64_t nblocks = a.cols / 32;
+    const uint8_t* row0 = a.w + r * a.row_bytes;
+    for (int64_t b = 0; b < nblocks; ++b) {
+      for (int i = 0; i < R; ++i) {
+        const uint8_t* p = row0 + i * a.row_bytes + b * F::kBlockBytes;
+        const __m256i q = F::Values(p);
+        const __m256i q_abs = _mm256_abs_epi8(q);
+        const float dw = HalfAt(p);
+        for (int j = 0; j < T; ++j) {
+          float dx;
+          const __m256 f = _mm256_cvtepi32_ps(BlockDot(q_abs, q, a, t0 + j, b, &dx));
+          acc[i][j].v = _mm256_fmadd_ps(_mm256_set1_ps(dw * dx), f, acc[i][j].v);
+        }
+      }
+    }
+  }
+};
+
+// Q4_0 repacked (ggml_gemv_q4_0_8x8_q8_0): one chain per output,
+// acc = fma(float(block dot), d_w d_x, acc).
+struct Q4_0RepackKernel : RepackAccPolicy {
+  static constexpr int kMaxR = 2, kMaxT = 4;
+
+  template <int R, int T>
+  static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, __m128 (&acc)[R][T]) {
+    const int64_t nblocks = a.cols / 32;
+    const uint8_t* row0 = a.w + r * a.row_bytes;
+    for (int64_t b = 0; b < nblocks; ++b) {
+      for (int i = 0; i < R; ++i) {
+        const uint8_t* p = row0 + i * a.row_bytes + b * Q4_0Bits::kBlockBytes;
+        const __m256i q = Q4_0Bits::Values(p);
+        const __m256i q_abs = _mm256_abs_epi8(q);
+        const float dw = HalfAt(p);
+        for (int j = 0; j < T; ++j) {
+          float dx;
+          const __m128i isum = SumI32x8(BlockDot(q_abs, q, a, t0 + j, b, &dx));
+          acc[i][j] = _mm_fmadd_ps(_mm_cvtepi32_ps(isum), _mm_set_ss(dw * dx), acc[i][j]);  // lanes 1-3: + 0
+        }
+      }
+    }
+  }
+};
+
+void Q4_0Rows(const MatmulArgs& a, int64_t r0, int64_t r1) {
+  if (a.repacked) return tiling::Rows<Q4_0RepackKernel>(a, r0, r1);
+  tiling::Rows<Q50GgmlKernel<Q4_0Bits>>(a, r0, r1);
+}
+
 // Float weights: 16 columns per step, converted to fp32 in registers.
 struct LoadF32 {
   static constexpr int kBytes = 4;
@@ -419,11 +441,13 @@ RowsKernel GetAvx512Kernel(GgmlType type) {
     case GgmlType::F32: return tiling::Rows<FloatKernel<LoadF32>>;
     case GgmlType::F16: return tiling::Rows<FloatKernel<LoadF16>>;
     case GgmlType::BF16: return tiling::Rows<FloatKernel<LoadBf16>>;
-    case GgmlType::Q4_0: return tiling::Rows<Q4Kernel<Q4_0Format>>;
+    case GgmlType::Q4_0: return Q4_0Rows;
     case GgmlType::Q4_1: return tiling::Rows<Q4_1GgmlKernel>;
+    case GgmlType::Q5_0: return tiling::Rows<Q50GgmlKernel<Q5_0Bits>>;
     case GgmlType::Q8_0: return tiling::Rows<Q8_0GgmlKernel>;
     case GgmlType::Q4_K:
     case GgmlType::Q6_K: return GetAvx512KQuantKernel(type);
+    case GgmlType::Q5_K: return GetAvx2Kernel(type);  // 256-bit, ggml's own loop shape
   }
   return nullptr;
 }

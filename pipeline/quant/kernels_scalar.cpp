@@ -1,6 +1,9 @@
 // Portable reference kernels: one weight row against one activation row at a
 // time, integer block dots in int32, fp32 accumulation. The SIMD kernels
-// compute the same sums and are tested against these.
+// compute the same sums and are tested against these (within rounding).
+// Q4_0, Q4_1, Q5_0 and Q8_0 follow ggml's portable *_generic loops (what
+// llama.cpp runs on a CPU without AVX2, which neither repacks); Q4_K and Q6_K
+// sum in their own order, not ggml's generic one.
 
 #include <cstring>
 
@@ -25,33 +28,6 @@ float LoadF32(const uint8_t* p) {
   float v;
   std::memcpy(&v, p, sizeof v);
   return v;
-}
-
-// Q4_0 / Q4_1 row . activation row (layout kQ8x4). Q4_1 is ggml's portable
-// ggml_vec_dot_q4_1_q8_1_generic, operation for operation (credit: ggml):
-// sumf += (d_w d_x) * sumi + m_w s_x per block, unfused (a CPU without AVX2
-// has no FMA either; this file is compiled with fp-contract off).
-template <bool kHasMin>
-float DotQ4(const uint8_t* w, const uint8_t* xq, int64_t cols) {
-  const auto* groups = reinterpret_cast<const ActGroupQ8x4*>(xq);
-  constexpr size_t kBlockBytes = kHasMin ? sizeof(BlockQ4_1) : sizeof(BlockQ4_0);
-  float acc = 0.0f;
-  for (int64_t b = 0; b < cols / kQk; ++b) {
-    const uint8_t* blk = w + b * kBlockBytes;
-    const float dw = Fp16ToFp32(LoadU16(blk));
-    const float mw = kHasMin ? Fp16ToFp32(LoadU16(blk + 2)) : -8.0f * dw;
-    const uint8_t* qs = blk + (kHasMin ? 4 : 2);
-    const ActGroupQ8x4& g = groups[b / 4];
-    const int k = static_cast<int>(b % 4);
-    int32_t sumi0 = 0, sumi1 = 0;
-    for (int j = 0; j < 16; ++j) {
-      sumi0 += (qs[j] & 0x0F) * g.lo[16 * k + j];
-      sumi1 += (qs[j] >> 4) * g.hi[16 * k + j];
-    }
-    const float* ds = kHasMin ? g.ds_q4_1 : g.ds_q4_0;  // (d_x, s_x) / (d_x, d_x * sum)
-    acc += (dw * ds[2 * k]) * static_cast<float>(sumi0 + sumi1) + mw * ds[2 * k + 1];
-  }
-  return acc;
 }
 
 // Q4_1 against layout kQ8x2 (ggml Q8_1 blocks in value order).
@@ -91,6 +67,48 @@ float DotQ8_0(const uint8_t* w, const uint8_t* xq, int64_t cols) {
   return acc;
 }
 
+// ggml_vec_dot_q4_0_q8_0's portable loop: sumf += sumi * d_w * d_x.
+float DotQ4_0(const uint8_t* w, const uint8_t* xq, int64_t cols) {
+  const auto* groups = reinterpret_cast<const ActGroupQ8x2*>(xq);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < cols / kQk; ++b) {
+    BlockQ4_0 blk;
+    std::memcpy(&blk, w + b * sizeof(BlockQ4_0), sizeof blk);
+    const ActGroupQ8x2& g = groups[b / 2];
+    const int k = static_cast<int>(b % 2);
+    const int8_t* x = g.q + 32 * k;
+    int32_t sumi0 = 0, sumi1 = 0;
+    for (int j = 0; j < kQk / 2; ++j) {
+      sumi0 += ((blk.qs[j] & 0x0F) - 8) * x[j];
+      sumi1 += ((blk.qs[j] >> 4) - 8) * x[j + 16];
+    }
+    acc += static_cast<float>(sumi0 + sumi1) * Fp16ToFp32(blk.d) * g.d[k];
+  }
+  return acc;
+}
+
+// ggml_vec_dot_q5_0_q8_0's portable loop: sumf += (d_w d_x) * sumi.
+float DotQ5_0(const uint8_t* w, const uint8_t* xq, int64_t cols) {
+  const auto* groups = reinterpret_cast<const ActGroupQ8x2*>(xq);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < cols / kQk; ++b) {
+    BlockQ5_0 blk;
+    std::memcpy(&blk, w + b * sizeof(BlockQ5_0), sizeof blk);
+    uint32_t qh;
+    std::memcpy(&qh, blk.qh, sizeof qh);
+    const ActGroupQ8x2& g = groups[b / 2];
+    const int k = static_cast<int>(b % 2);
+    const int8_t* x = g.q + 32 * k;
+    int32_t sumi0 = 0, sumi1 = 0;
+    for (int j = 0; j < kQk / 2; ++j) {
+      sumi0 += (static_cast<int>((blk.qs[j] & 0x0F) | ((qh >> j) & 1u) << 4) - 16) * x[j];
+      sumi1 += (static_cast<int>((blk.qs[j] >> 4) | ((qh >> (j + 16)) & 1u) << 4) - 16) * x[j + 16];
+    }
+    acc += (Fp16ToFp32(blk.d) * g.d[k]) * static_cast<float>(sumi0 + sumi1);
+  }
+  return acc;
+}
+
 float DotQ4K(const uint8_t* w, const uint8_t* xq, int64_t cols) {
   const auto* xb = reinterpret_cast<const ActBlockQ8K*>(xq);
   float acc = 0.0f;
@@ -109,6 +127,30 @@ float DotQ4K(const uint8_t* w, const uint8_t* xq, int64_t cols) {
       for (int l = 0; l < 32; ++l) {
         lo += (blk.qs[32 * c + l] & 0x0F) * xlo[l];
         hi += (blk.qs[32 * c + l] >> 4) * xlo[64 + l];
+      }
+      isum += sc[2 * c] * lo + sc[2 * c + 1] * hi;
+    }
+    for (int i = 0; i < 8; ++i) msum += m[i] * x.bsum32[i];
+    acc += Fp16ToFp32(blk.d) * x.d * static_cast<float>(isum) - Fp16ToFp32(blk.dmin) * x.d * static_cast<float>(msum);
+  }
+  return acc;
+}
+
+float DotQ5K(const uint8_t* w, const uint8_t* xq, int64_t cols) {
+  const auto* xb = reinterpret_cast<const ActBlockQ8K*>(xq);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < cols / kQkK; ++b) {
+    BlockQ5K blk;
+    std::memcpy(&blk, w + b * sizeof(BlockQ5K), sizeof blk);
+    uint8_t sc[8], m[8];
+    UnpackQ4KScales(blk.scales, sc, m);
+    const ActBlockQ8K& x = xb[b];
+    int32_t isum = 0, msum = 0;
+    for (int c = 0; c < 4; ++c) {
+      int32_t lo = 0, hi = 0;
+      for (int l = 0; l < 32; ++l) {
+        lo += ((blk.qs[32 * c + l] & 0x0F) + 16 * ((blk.qh[l] >> (2 * c)) & 1)) * x.q[64 * c + l];
+        hi += ((blk.qs[32 * c + l] >> 4) + 16 * ((blk.qh[l] >> (2 * c + 1)) & 1)) * x.q[64 * c + 32 + l];
       }
       isum += sc[2 * c] * lo + sc[2 * c + 1] * hi;
     }
@@ -182,10 +224,12 @@ RowsKernel GetScalarKernel(GgmlType type) {
     case GgmlType::F32: return FloatRows<WeightF32>;
     case GgmlType::F16: return FloatRows<WeightF16>;
     case GgmlType::BF16: return FloatRows<WeightBf16>;
-    case GgmlType::Q4_0: return QuantRows<DotQ4<false>>;
+    case GgmlType::Q4_0: return QuantRows<DotQ4_0>;
     case GgmlType::Q4_1: return QuantRows<DotQ4_1>;
+    case GgmlType::Q5_0: return QuantRows<DotQ5_0>;
     case GgmlType::Q8_0: return QuantRows<DotQ8_0>;
     case GgmlType::Q4_K: return QuantRows<DotQ4K>;
+    case GgmlType::Q5_K: return QuantRows<DotQ5K>;
     case GgmlType::Q6_K: return QuantRows<DotQ6K>;
   }
   return nullptr;

@@ -172,6 +172,7 @@ void MultiplySharedWithIsa(Isa isa, const MatmulOutput* outputs, int count, cons
     }
     job.args.y = outputs[i].y;
     job.args.ldy = w.rows();
+    job.args.repacked = GgmlRepacks(w.type(), w.rows());
     job.rows = w.rows();
     job.first_byte = total_bytes;
     total_bytes += w.rows() * w.row_bytes();

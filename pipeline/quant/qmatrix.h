@@ -1,5 +1,12 @@
 // QuantMatrix: a [rows, cols] weight matrix kept in its file encoding (F32,
-// F16, BF16, Q4_0, Q4_1, Q8_0, Q4_K, Q6_K) and multiplied without expanding it.
+// F16, BF16, Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K) and multiplied
+// without expanding it.
+//
+// Quantized products equal llama.cpp's CPU results bit for bit (x86 with
+// AVX2 or AVX-512, one activation row): each type follows the path llama.cpp
+// takes for it — vec_dot for Q4_1, Q5_0, Q8_0, Q5_K, Q6_K, and for Q4_0 / Q4_K
+// unless rows % 8 == 0, when llama.cpp repacks them and runs its 8x8 gemv
+// (kernels.h, docs/quant-paths.md).
 //
 // This is the engine's hot path: decode reads every weight once per token, so
 // the speed limit is memory bandwidth, and keeping 4-bit blocks 4-bit is what
@@ -36,13 +43,16 @@ class QuantMatrix {
   // Uses up to `threads` threads (0 = omp_get_max_threads(): OMP_NUM_THREADS
   // or the core count). For quantized weights x is first quantized to 8 bits
   // exactly as llama.cpp's CPU backend does (ggml Q8_0/Q8_1 per 32 values
-  // with fp16 scales, Q8_K per 256 for Q4_K/Q6_K; activations.h), so
+  // with fp16 scales, Q8_K per 256 for the K-quants; activations.h) and each
+  // row is then llama.cpp's one-token result bit for bit (see above), so
   // |y - exact| <= sum_c |W[r, c]| * d_b / 2 plus the fp16 rounding of the
   // scales and fp32 rounding (multiply_test.cpp states the full bound),
   // d_b = max|x| over the block / 127. Float weights: fp32 FMA throughout.
   // Batch invariant: row t of y is bit-identical whatever n, t's place in
-  // the batch and `threads` are (and the same as in MultiplyShared), for a
-  // given instruction set (BestIsa(); different sets round differently).
+  // the batch and `threads` are (and the same as in MultiplyShared). For
+  // quantized weights AVX2 and AVX-512 give the same bits (llama.cpp's); the
+  // scalar fallback and float weights round in their own orders, per
+  // instruction set.
   void Multiply(const float* x, int64_t n, float* y, int threads = 0) const;
 
   // Writes row r expanded to fp32 into out[0, cols). (Embedding look-up.)

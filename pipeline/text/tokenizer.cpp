@@ -6,11 +6,28 @@
 #include "pipeline/text/bpe_model.h"
 #include "pipeline/text/byte_level.h"
 #include "pipeline/text/pre_tokenizer.h"
+#include "pipeline/text/spm_model.h"
 
 namespace troupe {
 namespace {
 
 const std::string kEmpty;
+const char kSpaceMarker[] = "\xE2\x96\x81";  // U+2581 "▁", SentencePiece's space
+
+// A SentencePiece token's text with each "▁" turned back into a space.
+std::string UnescapeSpaces(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    if (text.compare(i, 3, kSpaceMarker) == 0) {
+      out += ' ';
+      i += 3;
+    } else {
+      out += text[i++];
+    }
+  }
+  return out;
+}
 
 // "<0x41>" -> 0x41; nullopt for anything else.
 std::optional<uint8_t> ParseByteToken(const std::string& text) {
@@ -46,8 +63,10 @@ Tokenizer::Tokenizer() = default;
 Tokenizer::~Tokenizer() = default;
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::Create(const TokenizerSpec& spec) {
-  if (spec.model != "gpt2") {
-    return Status::Unsupported("tokenizer model '" + spec.model + "' is not supported (only byte-level BPE, 'gpt2')");
+  const bool spm = spec.model == "llama";
+  if (spec.model != "gpt2" && !spm) {
+    return Status::Unsupported("tokenizer model '" + spec.model +
+                               "' is not supported (only byte-level BPE 'gpt2' and SentencePiece 'llama')");
   }
   const size_t n = spec.tokens.size();
   if (n == 0) return Status::InvalidArgument("tokenizer vocabulary is empty");
@@ -59,15 +78,21 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::Create(const TokenizerSpec& spec) 
   TROUPE_RETURN_IF_ERROR(CheckId("bos", spec.bos_id, n));
   TROUPE_RETURN_IF_ERROR(CheckId("eos", spec.eos_id, n));
   TROUPE_RETURN_IF_ERROR(CheckId("eot", spec.eot_id, n));
+  TROUPE_RETURN_IF_ERROR(CheckId("unknown", spec.unk_id, n));
   if (spec.add_bos && spec.bos_id < 0) {
     return Status::InvalidArgument("tokenizer asks to add BOS but has no BOS token");
   }
 
   auto tok = std::unique_ptr<Tokenizer>(new Tokenizer());
-  TROUPE_ASSIGN_OR_RETURN(tok->pre_, text::PreTokenizer::Create(spec.pre));
   tok->types_ = spec.token_types.empty() ? std::vector<TokenType>(n, TokenType::kNormal) : spec.token_types;
-  TROUPE_ASSIGN_OR_RETURN(tok->bpe_,
-                          text::BpeModel::Create(spec.tokens, tok->types_, spec.merges, tok->pre_->ignore_merges()));
+  if (spm) {
+    TROUPE_ASSIGN_OR_RETURN(tok->spm_, text::SpmModel::Create(spec.tokens, spec.scores, spec.unk_id));
+    tok->add_space_prefix_ = spec.add_space_prefix;
+  } else {
+    TROUPE_ASSIGN_OR_RETURN(tok->pre_, text::PreTokenizer::Create(spec.pre));
+    TROUPE_ASSIGN_OR_RETURN(tok->bpe_,
+                            text::BpeModel::Create(spec.tokens, tok->types_, spec.merges, tok->pre_->ignore_merges()));
+  }
   tok->texts_ = spec.tokens;
   tok->bytes_.resize(n);
   for (size_t id = 0; id < n; ++id) {
@@ -82,7 +107,7 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::Create(const TokenizerSpec& spec) 
     } else if (auto byte = type == TokenType::kByte ? ParseByteToken(text) : std::nullopt) {
       tok->bytes_[id] = std::string(1, static_cast<char>(*byte));
     } else {
-      tok->bytes_[id] = text::UnicodeToBytes(text);
+      tok->bytes_[id] = spm ? UnescapeSpaces(text) : text::UnicodeToBytes(text);
     }
   }
   for (auto& [first, list] : tok->added_) {
@@ -110,6 +135,12 @@ const Tokenizer::AddedToken* Tokenizer::MatchAdded(std::string_view text, size_t
 }
 
 void Tokenizer::EncodeText(std::string_view text, std::vector<int32_t>* out) const {
+  if (spm_) {
+    // Every stretch of plain text follows the start or an added token, so
+    // each gets the dummy prefix (llama.cpp's "is_prev_special").
+    spm_->EncodeFragment(text, add_space_prefix_, out);
+    return;
+  }
   std::vector<std::string_view> pieces;
   pre_->Split(text, &pieces);
   for (std::string_view piece : pieces) bpe_->EncodePiece(piece, out);
@@ -152,6 +183,8 @@ TokenType Tokenizer::token_type(int32_t id) const {
   return id >= 0 && id < vocab_size() ? types_[id] : TokenType::kUnused;
 }
 
-std::optional<int32_t> Tokenizer::TokenId(std::string_view token_text) const { return bpe_->Find(token_text); }
+std::optional<int32_t> Tokenizer::TokenId(std::string_view token_text) const {
+  return spm_ ? spm_->Find(token_text) : bpe_->Find(token_text);
+}
 
 }  // namespace troupe

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "pipeline/text/end_of_turn.h"
 #include "pipeline/text/pre_tokenizer.h"
 
 namespace troupe {
@@ -290,13 +291,7 @@ Status ReadTokenizerConfig(const std::string& dir, const json& tokenizer_doc, To
   if (spec->chat_template.empty() && FileExists(dir + "/chat_template.jinja")) {
     TROUPE_ASSIGN_OR_RETURN(spec->chat_template, ReadFile(dir + "/chat_template.jinja"));
   }
-  for (const char* eot : {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>"}) {
-    auto id = RequireToken(*spec, eot, "eot", path);
-    if (id.ok() && *id != spec->eos_id) {
-      spec->eot_id = *id;
-      break;
-    }
-  }
+  spec->eot_id = FindEndOfTurn(*spec);
   return Status::Ok();
 }
 

@@ -5,8 +5,10 @@ fixed samples per category, then seeded random mixtures of them. Categories:
 English prose, code (Python, C++, JSON, shell), digit runs, whitespace runs,
 emoji (ZWJ sequences, flags, skin tones, keycaps), CJK, accents and
 combining marks, other scripts (Arabic, Hebrew, Cyrillic, Greek, Devanagari,
-Thai), special-token text embedded in prose, contractions, punctuation runs
-and odd Unicode (zero-width, non-breaking and other Unicode spaces).
+Thai), special-token text embedded in prose (ChatML, Gemma, Llama 2),
+contractions, punctuation runs, odd Unicode (zero-width, non-breaking and
+other Unicode spaces) and SentencePiece traps (long space, tab and newline
+runs, leading and trailing spaces, a literal U+2581 "▁").
 """
 import random
 
@@ -90,6 +92,28 @@ SPECIAL = [
     "<jupyter_code>print(1)<jupyter_output>1<empty_output>",
     "<gh_stars>100<issue_start>bug<issue_comment>fix<issue_closed>",
     "<|IM_START|> is not special",
+    # Gemma 3: control tokens, user-defined HTML and whitespace tokens.
+    "<start_of_turn>user\nHello!<end_of_turn>\n<start_of_turn>model\n",
+    "<bos><start_of_turn>user\nWho are you?<end_of_turn>",
+    "text<end_of_turn>more",
+    "<eos><eos><pad><mask><unk>",
+    "<start_of_tur",
+    "< start_of_turn >",
+    "<START_OF_TURN> is not special",
+    "<unused0><unused41> unused <unused9999>",
+    "<start_of_image>[multimodal]<end_of_image>",
+    "<div class=\"x\">hi</div><table><tr><td>1</td></tr></table>",
+    "<h1>Title</h1>\n<strong>bold</strong> <em>it</em> <code>x</code>",
+    # Llama 2 / Mistral v0.x.
+    "<s>[INST] Hello [/INST] Hi!</s>",
+    "[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nWhat is 2+2? [/INST]",
+]
+
+SENTENCEPIECE = [
+    " leading space", "  two leading spaces", "trailing space ", "trailing spaces   ", " ", "  ", " " * 33,
+    "a" + " " * 40 + "b", "\t" * 35 + "x", "\n" * 40, "x\n\n\n\ny", " \n \n \t\t ", "\r\n\r\n",
+    "\u2581", "\u2581\u2581x", "\u2581 \u2581", "word\u2581word", "▁the ▁quick",
+    "    def f():\n        return 1\n", "\t\tindent\n\t\t\tmore",
 ]
 
 CONTRACTIONS = [
@@ -103,7 +127,7 @@ PUNCTUATION = [
     "\"'`~", "«»„“”‘’", "。，、；：？！", "—–-", "…", "§¶†‡", "(((((((", "]]]]", "_-_-_", "~~~~~~",
 ]
 
-CATEGORIES = [PROSE, CODE, DIGITS, EMOJI, CJK, ACCENTS, SCRIPTS, SPECIAL, CONTRACTIONS, PUNCTUATION]
+CATEGORIES = [PROSE, CODE, DIGITS, EMOJI, CJK, ACCENTS, SCRIPTS, SPECIAL, CONTRACTIONS, PUNCTUATION, SENTENCEPIECE]
 
 
 def _whitespace_run(rng):

@@ -505,7 +505,7 @@ TEST_F(GgufTest, RejectsZeroAndOverflowingDimensions) {
 }
 
 TEST_F(GgufTest, RejectsUnknownTensorTypes) {
-  for (uint32_t type : {4u, 7u, 10u, 13u, 15u, 29u, 99u, 0xFFFFFFFFu}) {
+  for (uint32_t type : {4u, 7u, 10u, 11u, 15u, 29u, 99u, 0xFFFFFFFFu}) {
     g::GgufWriter w;
     w.Tensor("odd", {32}, type, Pattern(64, 1));
     ExpectRejected(w.Build(), StatusCode::kUnsupported, {"'odd'", "type " + std::to_string(type), "cannot decode"});

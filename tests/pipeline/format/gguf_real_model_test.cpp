@@ -47,6 +47,7 @@ TEST(GgufRealModel, ParsesSmolLm2) {
   EXPECT_EQ(spec->tokens.size(), 49152u);
   EXPECT_EQ(spec->bos_id, 1);
   EXPECT_EQ(spec->eos_id, 2);
+  EXPECT_EQ(spec->eot_id, -1);  // <|im_end|> is the EOS itself
   EXPECT_EQ(spec->tokens[1], "<|im_start|>");
   EXPECT_EQ(spec->pre, "smollm");
   EXPECT_NE(spec->chat_template.find("<|im_start|>"), std::string::npos);

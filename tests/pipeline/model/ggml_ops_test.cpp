@@ -3,6 +3,8 @@
 // built on it, ggml_vec_dot_f16's reduction order and the softmax sum. Each is
 // checked against a scalar spelling of ggml's algorithm (std::fma for fused
 // steps) and against hand-computed values.
+#include <dlfcn.h>
+#include <glob.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +12,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "pipeline/model/cpu_ops.h"
@@ -223,6 +226,114 @@ TEST(GgmlOps, SoftMaxSumIsBlockwise) {
 #else
   EXPECT_EQ(sum, exact);
 #endif
+}
+
+// GeGLU (Gemma): ggml_vec_geglu_f32 looks gelu up in ggml_table_gelu_f16,
+// which ggml fills once at start-up. Our table must be the same 65536
+// entries: compared with the one inside llama.cpp's own libggml-cpu (from
+// llama-cpp-python, installed by scripts/setup.sh --with-test-deps).
+TEST(GgmlOps, GeluTableIsLlamaCpps) {
+  glob_t g{};
+  const std::string pattern =
+      std::string(TROUPE_SOURCE_DIR) + "/.venv/lib/python3*/site-packages/llama_cpp/lib/libggml-cpu.so";
+  const bool found = ::glob(pattern.c_str(), 0, nullptr, &g) == 0 && g.gl_pathc > 0;
+  const std::string path = found ? g.gl_pathv[0] : "";
+  globfree(&g);
+  if (!found) GTEST_SKIP() << "llama-cpp-python is installed by scripts/setup.sh --with-test-deps";
+  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  auto init = reinterpret_cast<void (*)()>(dlsym(lib, "ggml_cpu_init"));
+  const auto* theirs = static_cast<const uint16_t*>(dlsym(lib, "ggml_table_gelu_f16"));
+  ASSERT_NE(init, nullptr);
+  ASSERT_NE(theirs, nullptr);
+  init();
+  const uint16_t* ours = GeluTable();
+  int differ = 0;
+  for (int h = 0; h < (1 << 16); ++h) differ += ours[h] != theirs[h];
+  EXPECT_EQ(differ, 0) << "entries of 65536";
+  EXPECT_NE(theirs[0x3c00], 0) << "ggml's table was not filled";  // gelu(1) != 0
+  dlclose(lib);
+}
+
+TEST(GgmlOps, GeluMulFollowsGgmlGeglu) {
+  std::vector<float> gate = {-20.0f, -10.0f, -9.99f, -1.0f, 0.0f, 0.5f, 1.0f, 3.0f, 9.99f, 10.0f, 25.0f};
+  std::vector<float> up(gate.size(), 2.0f);
+  std::vector<float> x = gate;
+  GeluMul(x.data(), up.data(), static_cast<int64_t>(x.size()));
+  EXPECT_EQ(x[0], 0.0f);  // <= -10: zero
+  EXPECT_EQ(x[1], 0.0f);
+  EXPECT_EQ(x[9], 20.0f);  // >= 10: x * up
+  EXPECT_EQ(x[10], 50.0f);
+  EXPECT_EQ(x[4], 0.0f);
+  for (size_t i = 2; i < 9; ++i) {
+    const float exact =
+        0.5f * gate[i] * (1.0f + std::tanh(0.7978845608f * gate[i] * (1.0f + 0.044715f * gate[i] * gate[i])));
+    EXPECT_NEAR(x[i], exact * 2.0f, std::fabs(exact) * 2e-3 + 1e-6) << gate[i];  // through fp16
+    EXPECT_EQ(x[i], Fp16ToFp32(GeluTable()[Fp32ToFp16(gate[i])]) * 2.0f);
+  }
+}
+
+// Sliding-window attention (Gemma): keys before the window count for nothing,
+// whatever they hold; a window of one returns the current value row; a window
+// wider than the history changes nothing.
+TEST(GgmlOps, AttentionWindowMasksOlderKeys) {
+  const int64_t d = 64, n_heads = 2, len = 40, max_len = 64;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<uint16_t> keys(max_len * d), values(max_len * d);
+  for (auto& k : keys) k = Fp32ToFp16(nd(rng));
+  for (auto& v : values) v = Fp32ToFp16(nd(rng));
+  std::vector<float> q(n_heads * d);
+  for (auto& x : q) x = nd(rng);
+  AttentionShape s{n_heads, 1, d, max_len * d};
+  auto run = [&](const AttentionShape& shape, const std::vector<uint16_t>& k, const std::vector<uint16_t>& v) {
+    std::vector<float> out(n_heads * d);
+    Attention(q.data(), k.data(), v.data(), shape, len - 1, 1, out.data(), 1);
+    return out;
+  };
+  const std::vector<float> full = run(s, keys, values);
+  AttentionShape wide = s;
+  wide.window = len + 5;
+  EXPECT_EQ(run(wide, keys, values), full);
+  AttentionShape w8 = s;
+  w8.window = 8;
+  const std::vector<float> windowed = run(w8, keys, values);
+  EXPECT_NE(windowed, full);
+  std::vector<uint16_t> k2 = keys, v2 = values;  // scramble what the window hides
+  for (int64_t j = 0; j < len - 8; ++j)
+    for (int64_t e = 0; e < d; ++e) {
+      k2[j * d + e] = Fp32ToFp16(100.0f);
+      v2[j * d + e] = Fp32ToFp16(-50.0f);
+    }
+  EXPECT_EQ(run(w8, k2, v2), windowed);
+  AttentionShape w1 = s;
+  w1.window = 1;
+  const std::vector<float> last = run(w1, keys, values);
+  for (int64_t h = 0; h < n_heads; ++h)
+    for (int64_t e = 0; e < d; ++e) EXPECT_EQ(last[h * d + e], Fp16ToFp32(values[(len - 1) * d + e]));
+}
+
+// A non-zero scale replaces 1/sqrt(head_dim): scaling q by c with scale 1 is
+// the same as the default when c = 1/sqrt(d) is a power of two (d = 64: 1/8).
+TEST(GgmlOps, AttentionScaleReplacesTheDefault) {
+  const int64_t d = 64, len = 20, max_len = 32;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<uint16_t> keys(max_len * d), values(max_len * d);
+  for (auto& k : keys) k = Fp32ToFp16(nd(rng));
+  for (auto& v : values) v = Fp32ToFp16(nd(rng));
+  std::vector<float> q(d), q8(d);
+  for (int64_t e = 0; e < d; ++e) {  // away from fp16's subnormals, where /8 would round
+    const float x = nd(rng);
+    q[e] = std::copysign(0.5f + std::fabs(x), x);
+    q8[e] = q[e] / 8.0f;
+  }
+  AttentionShape s{1, 1, d, max_len * d};
+  std::vector<float> a(d), b(d);
+  Attention(q.data(), keys.data(), values.data(), s, len - 1, 1, a.data(), 1);
+  s.scale = 1.0f;
+  Attention(q8.data(), keys.data(), values.data(), s, len - 1, 1, b.data(), 1);
+  EXPECT_EQ(a, b);
 }
 
 }  // namespace

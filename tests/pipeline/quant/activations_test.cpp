@@ -87,26 +87,15 @@ Block256 Reference256(const float* x) {
 // The expected image of one row in `layout` (padding zero).
 std::vector<uint8_t> ExpectedRow(ActLayout layout, const float* x, int64_t cols) {
   std::vector<uint8_t> out(ActRowBytes(layout, cols), 0);
-  if (layout == ActLayout::kQ8x4 || layout == ActLayout::kQ8x2) {
+  if (layout == ActLayout::kQ8x2) {
     for (int64_t b = 0; b < cols / 32; ++b) {
       const Block32 r = Reference32(x + 32 * b);
-      if (layout == ActLayout::kQ8x4) {
-        auto& g = reinterpret_cast<ActGroupQ8x4*>(out.data())[b / 4];
-        const int k = static_cast<int>(b % 4);
-        std::memcpy(g.lo + 16 * k, r.q, 16);
-        std::memcpy(g.hi + 16 * k, r.q + 16, 16);
-        g.ds_q4_1[2 * k] = r.d;
-        g.ds_q4_1[2 * k + 1] = r.s;
-        g.ds_q4_0[2 * k] = r.d;
-        g.ds_q4_0[2 * k + 1] = r.d * static_cast<float>(r.sum);
-      } else {
-        auto& g = reinterpret_cast<ActGroupQ8x2*>(out.data())[b / 2];
-        const int k = static_cast<int>(b % 2);
-        std::memcpy(g.q + 32 * k, r.q, 32);
-        g.d[k] = r.d;
-        g.s[k] = r.s;
-        g.corr[k] = 128 * r.sum;
-      }
+      auto& g = reinterpret_cast<ActGroupQ8x2*>(out.data())[b / 2];
+      const int k = static_cast<int>(b % 2);
+      std::memcpy(g.q + 32 * k, r.q, 32);
+      g.d[k] = r.d;
+      g.s[k] = r.s;
+      g.corr[k] = 128 * r.sum;
     }
     return out;
   }
@@ -167,7 +156,7 @@ std::vector<float> TestRows(int64_t n, int64_t cols) {
 
 TEST(ActivationsTest, QuantizationMatchesGgmlFormulasBitForBit) {
   const int64_t n = 24;
-  for (ActLayout layout : {ActLayout::kQ8x4, ActLayout::kQ8x2, ActLayout::kQ8K, ActLayout::kQ8KPaired}) {
+  for (ActLayout layout : {ActLayout::kQ8x2, ActLayout::kQ8K, ActLayout::kQ8KPaired}) {
     for (int64_t cols : {256, 1536, 2816}) {  // 2816 = 88 blocks: partial groups of 4
       const std::vector<float> x = TestRows(n, cols);
       const int64_t bytes = ActRowBytes(layout, cols);
@@ -199,7 +188,7 @@ TEST(ActivationsTest, QuantizationMatchesGgmlFormulasBitForBit) {
 TEST(ActivationsTest, QuantizationErrorIsHalfAStepPlusScaleRounding) {
   const int64_t cols = 1024;
   const std::vector<float> x = TestRows(16, cols);
-  for (ActLayout layout : {ActLayout::kQ8x4, ActLayout::kQ8x2, ActLayout::kQ8K, ActLayout::kQ8KPaired}) {
+  for (ActLayout layout : {ActLayout::kQ8x2, ActLayout::kQ8K, ActLayout::kQ8KPaired}) {
     std::vector<uint8_t> buf(ActRowBytes(layout, cols) + 64);
     uint8_t* dst = buf.data() + (64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64;
     for (int64_t t = 0; t < 16; ++t) {
@@ -209,12 +198,7 @@ TEST(ActivationsTest, QuantizationErrorIsHalfAStepPlusScaleRounding) {
       for (int64_t j = 0; j < cols; ++j) {
         int q = 0;
         float d_used = 0;
-        if (layout == ActLayout::kQ8x4) {
-          const auto& g = reinterpret_cast<const ActGroupQ8x4*>(dst)[j / 128];
-          const int k = static_cast<int>((j % 128) / 32), l = static_cast<int>(j % 32);
-          q = l < 16 ? g.lo[16 * k + l] : g.hi[16 * k + l - 16];
-          d_used = g.ds_q4_1[2 * k];
-        } else if (layout == ActLayout::kQ8x2) {
+        if (layout == ActLayout::kQ8x2) {
           const auto& g = reinterpret_cast<const ActGroupQ8x2*>(dst)[j / 64];
           q = g.q[j % 64];
           d_used = g.d[(j % 64) / 32];

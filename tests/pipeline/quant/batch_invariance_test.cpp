@@ -78,27 +78,32 @@ void ExpectBatchInvariant(const QuantMatrix& w, const std::string& what, const s
 struct Spec {
   GgmlType type;
   int64_t cols;
+  int64_t rows;
 };
 
 // 259 rows: not a multiple of 4 (tiles) or 16 (thread split points), and
-// large enough that 2 and 3 threads are used even for n = 1.
+// large enough that 2 and 3 threads are used even for n = 1. 264 = 8 * 33:
+// Q4_0 and Q4_K then take their repacked-order kernels (GgmlRepacks).
 constexpr int64_t kMatrixRows = 259;
+constexpr int64_t kRepackedRows = 264;
 
 TEST(BatchInvariance, EveryWeightTypeGivesBitIdenticalRows) {
   // Columns leave partial groups: Q4 160 = 5 blocks (one past a group of 4),
   // Q8_0 544 = 17 blocks (odd), float 37 (a partial vector).
   const Spec specs[] = {
-      {GgmlType::F32, 37},   {GgmlType::F32, 576},  {GgmlType::F16, 576},  {GgmlType::BF16, 576},
-      {GgmlType::Q4_0, 160}, {GgmlType::Q4_0, 576}, {GgmlType::Q4_1, 160}, {GgmlType::Q4_1, 1536},
-      {GgmlType::Q8_0, 544}, {GgmlType::Q8_0, 576}, {GgmlType::Q4_K, 512}, {GgmlType::Q6_K, 768},
+      {GgmlType::F32, 37, kMatrixRows},     {GgmlType::F32, 576, kMatrixRows},     {GgmlType::F16, 576, kMatrixRows},
+      {GgmlType::BF16, 576, kMatrixRows},   {GgmlType::Q4_0, 160, kMatrixRows},    {GgmlType::Q4_0, 576, kRepackedRows},
+      {GgmlType::Q4_1, 160, kMatrixRows},   {GgmlType::Q4_1, 1536, kMatrixRows},   {GgmlType::Q5_0, 160, kMatrixRows},
+      {GgmlType::Q5_0, 640, kRepackedRows}, {GgmlType::Q8_0, 544, kMatrixRows},    {GgmlType::Q8_0, 576, kMatrixRows},
+      {GgmlType::Q4_K, 512, kMatrixRows},   {GgmlType::Q4_K, 1024, kRepackedRows}, {GgmlType::Q5_K, 512, kMatrixRows},
+      {GgmlType::Q6_K, 768, kMatrixRows},
   };
   for (const Spec& s : specs) {
-    const std::vector<uint8_t> bytes = RandomMatrix(s.type, kMatrixRows, s.cols, 11);
-    Result<QuantMatrix> w = QuantMatrix::Create(s.type, kMatrixRows, s.cols, bytes.data(), bytes.size());
+    const std::vector<uint8_t> bytes = RandomMatrix(s.type, s.rows, s.cols, 11);
+    Result<QuantMatrix> w = QuantMatrix::Create(s.type, s.rows, s.cols, bytes.data(), bytes.size());
     ASSERT_TRUE(w.ok()) << w.status().ToString();
     ExpectBatchInvariant(
-        *w,
-        std::string(ggml_type_name(s.type)) + " [" + std::to_string(kMatrixRows) + ", " + std::to_string(s.cols) + "]",
+        *w, std::string(ggml_type_name(s.type)) + " [" + std::to_string(s.rows) + ", " + std::to_string(s.cols) + "]",
         Isas());
   }
 }
@@ -111,8 +116,8 @@ TEST(BatchInvariance, SharedInputCallsGiveBitIdenticalRows) {
     std::vector<GgmlType> types;
   };
   const Set sets[] = {
-      {576, {GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::F16, GgmlType::Q4_0, GgmlType::BF16}},
-      {512, {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q4_1, GgmlType::F32, GgmlType::Q4_K}},
+      {576, {GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::F16, GgmlType::Q4_0, GgmlType::BF16, GgmlType::Q5_0}},
+      {512, {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q4_1, GgmlType::F32, GgmlType::Q4_K, GgmlType::Q5_K}},
   };
   for (const Set& set : sets) {
     std::vector<std::vector<uint8_t>> bytes;

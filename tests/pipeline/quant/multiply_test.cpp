@@ -9,11 +9,12 @@
 //              + sum_b |m_b| * (2^-11 * S_b + 2^-25)          (Q4_1: fp16 s)
 //              + cols * 2^-24 * sum_j (|w_j| + 4 wmax_j) * (|x_j| + d_b(j))
 // where d_b = max|x| over the block / 127 (blocks of 32 values for Q4_0,
-// Q4_1, Q8_0; 256 for Q4_K, Q6_K; 0 for float weights), h_b = fp16(d_b) the
-// scale the 32-value blocks actually use (h_b = d_b for Q4_K/Q6_K, whose ggml
-// Q8_K scale stays fp32), m_j the Q4_1 min of j's weight block (0 for other
-// types; |d_w q_j| <= |w_j| + |m_j|), S_b = sum over the block of
-// (|x_j| + d_b / 2) (bounds |d_b sum q|, which the fp16 s rounds), and wmax_j
+// Q4_1, Q5_0, Q8_0; 256 for the K-quants; 0 for float weights), h_b =
+// fp16(d_b) the scale the 32-value blocks actually use (h_b = d_b for the
+// K-quants, whose ggml Q8_K scale stays fp32), m_j the Q4_1 min of j's
+// weight block (0 for other types; |d_w q_j| <= |w_j| + |m_j|), S_b = sum
+// over the block of (|x_j| + d_b / 2) (bounds |d_b sum q|, which the fp16 s
+// rounds), and wmax_j
 // the largest |w| in j's weight block (it bounds the size of the scale/min
 // partial sums that fp32 adds up). The first term is the worst case of
 // rounding each activation to the nearest multiple of d_b; the next two are
@@ -57,7 +58,6 @@ std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
 
 int64_t ActBlock(GgmlType type) {
   switch (ActLayoutFor(type)) {
-    case ActLayout::kQ8x4:
     case ActLayout::kQ8x2: return 32;
     case ActLayout::kQ8K:
     case ActLayout::kQ8KPaired: return 256;
@@ -189,7 +189,7 @@ TEST_P(MultiplyTest, MatchesFp32ReferenceOnEveryIsa) {
 std::vector<Case> AllCases() {
   std::vector<Case> cases;
   for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0,
-                        GgmlType::Q4_K, GgmlType::Q6_K}) {
+                        GgmlType::Q5_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     const bool k_quant = ggml_block_values(type) == 256;
     for (int64_t cols : {256, 576, 1536, 4096}) {
       if (k_quant && cols % 256 != 0) continue;
@@ -198,7 +198,7 @@ std::vector<Case> AllCases() {
   }
   // Block counts that leave partial SIMD groups (1 and 3 blocks past a group
   // of 4; an odd number of Q8_0 blocks) and float widths off the vector size.
-  for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0}) {
+  for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q8_0}) {
     cases.push_back({type, 160});
     cases.push_back({type, 224});
   }

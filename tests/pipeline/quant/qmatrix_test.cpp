@@ -100,7 +100,7 @@ TEST(QuantMatrixTest, FromViewChecksRankAndNamesTheTensor) {
 
 TEST(QuantMatrixTest, DequantizeRowReadsTheRightRow) {
   for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0,
-                        GgmlType::Q4_K, GgmlType::Q6_K}) {
+                        GgmlType::Q5_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     const int64_t rows = 5, cols = 512;
     const std::vector<uint8_t> w = RandomMatrix(type, rows, cols, 7);
     Result<QuantMatrix> m = QuantMatrix::Create(type, rows, cols, w.data(), w.size());

@@ -42,8 +42,10 @@ inline std::vector<uint8_t> RandomMatrix(GgmlType type, int64_t rows, int64_t co
         PutU16(p, Fp32ToFp16(0.002f + 0.02f * uni(rng)));
         PutU16(p + 2, Fp32ToFp16(-0.2f * uni(rng)));
         break;
+      case GgmlType::Q5_0: PutU16(p, Fp32ToFp16(0.001f + 0.01f * uni(rng))); break;
       case GgmlType::Q8_0: PutU16(p, Fp32ToFp16(0.0002f + 0.002f * uni(rng))); break;
       case GgmlType::Q4_K:  // scale bytes stay random: every 6-bit value is valid
+      case GgmlType::Q5_K:
         PutU16(p, Fp32ToFp16(0.0001f + 0.0005f * uni(rng)));
         PutU16(p + 2, Fp32ToFp16(0.0001f + 0.0005f * uni(rng)));
         break;

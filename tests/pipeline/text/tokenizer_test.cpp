@@ -157,8 +157,8 @@ TEST(TokenizerTest, CreateRejectsBadSpecs) {
     EXPECT_NE(tok.status().message().find(words), std::string::npos) << tok.status().ToString();
   };
   TokenizerSpec spec = TinySpec();
-  spec.model = "llama";
-  expect_error(spec, StatusCode::kUnsupported, "llama");
+  spec.model = "t5";
+  expect_error(spec, StatusCode::kUnsupported, "t5");
   spec = TinySpec("klingon");
   expect_error(spec, StatusCode::kUnsupported, "klingon");
   spec = TinySpec();
