@@ -15,6 +15,7 @@ namespace troupe::app {
 
 void RegisterGenerate(CLI::App& app);
 void RegisterTokenize(CLI::App& app);
+void RegisterChatTemplate(CLI::App& app);
 void RegisterScore(CLI::App& app);
 void RegisterKeys(CLI::App& app);
 void RegisterNode(CLI::App& app);

@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   troupe::app::RegisterGenerate(app);
   troupe::app::RegisterTokenize(app);
+  troupe::app::RegisterChatTemplate(app);
   troupe::app::RegisterScore(app);
   troupe::app::RegisterKeys(app);
   troupe::app::RegisterNode(app);

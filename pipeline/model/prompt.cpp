@@ -23,11 +23,14 @@ Result<std::vector<int32_t>> PromptTokens(const Tokenizer& tokenizer, const Toke
     messages.push_back({"user", request.prompt});
   }
   if (request.continuation) {
-    // Rendered after an assistant turn holding only a marker, the text past
-    // the marker is what closes that turn and opens the new messages. The
-    // system message belongs to the conversation's start: not repeated.
-    static constexpr char kMarker[] = "\x1e\x1etroupe-continuation\x1e\x1e";
-    std::vector<ChatMessage> after{{"assistant", kMarker}};
+    // Rendered after a user turn and an assistant turn holding only a marker,
+    // the text past the marker is what closes that turn and opens the new
+    // messages. The user turn first keeps templates that insist on
+    // user/assistant alternation (Gemma, Mistral) content; the marker has no
+    // whitespace, which templates trim. The system message belongs to the
+    // conversation's start: not repeated.
+    static constexpr char kMarker[] = "\x01\x01troupe-continuation\x01\x01";
+    std::vector<ChatMessage> after{{"user", "\x01"}, {"assistant", kMarker}};
     if (conversation) {
       after.insert(after.end(), request.messages.begin(), request.messages.end());
     } else {

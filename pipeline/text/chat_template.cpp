@@ -1,6 +1,14 @@
 #include "pipeline/text/chat_template.h"
 
+#include <ctime>
+#include <mutex>
 #include <optional>
+#include <set>
+
+#include "pipeline/log.h"
+#include "pipeline/text/builtin_chat_templates.h"
+#include "pipeline/text/jinja/parser.h"
+#include "pipeline/text/jinja/render.h"
 
 namespace troupe {
 namespace {
@@ -188,38 +196,131 @@ std::string FindDefaultSystemMessage(std::string_view jinja_source) {
   return "";
 }
 
-Result<ChatTemplate> ChatTemplate::Create(std::string_view jinja_source, const Tokenizer& tokenizer) {
+namespace {
+
+// A warning once per distinct message: Create runs for every chat request.
+void WarnOnce(const std::string& message) {
+  static std::mutex mu;
+  static std::set<std::string> said;
+  std::lock_guard<std::mutex> lock(mu);
+  if (said.size() < 64 && said.insert(message).second) logging::Warn(message);
+}
+
+jinja::Value StrftimeNow() {
+  return jinja::Value::MakeFunction("strftime_now", [](const jinja::Args& a) -> Result<jinja::Value> {
+    const jinja::Value* fmt = a.Get(0, "format");
+    if (fmt == nullptr || !fmt->is_string()) return Status::InvalidArgument("strftime_now needs a format string");
+    std::time_t now = std::time(nullptr);
+    std::tm local{};
+    localtime_r(&now, &local);
+    char buf[256];
+    size_t n = std::strftime(buf, sizeof buf, fmt->as_string().c_str(), &local);
+    if (n == 0 && !fmt->as_string().empty()) return Status::InvalidArgument("strftime_now: format too long");
+    return jinja::Value::String(std::string(buf, n));
+  });
+}
+
+jinja::Value RaiseException() {
+  return jinja::Value::MakeFunction("raise_exception", [](const jinja::Args& a) -> Result<jinja::Value> {
+    const jinja::Value* msg = a.Get(0, "message");
+    return Status::InvalidArgument("the chat template refuses this conversation: " + (msg ? msg->Str() : ""));
+  });
+}
+
+}  // namespace
+
+Status ChatTemplate::ChooseFallback(std::string_view jinja_source, const Tokenizer& tokenizer) {
   size_t chatml_at = jinja_source.find("<|im_start|>");
   size_t llama3_at = jinja_source.find("<|start_header_id|>");
-  ChatTemplate t;
   if (llama3_at != std::string_view::npos && llama3_at < chatml_at) {
-    t.format_ = ChatFormat::kLlama3;
+    fallback_ = ChatFormat::kLlama3;
   } else if (chatml_at != std::string_view::npos || tokenizer.TokenId("<|im_start|>")) {
-    t.format_ = ChatFormat::kChatMl;  // recognised, or the fallback
+    fallback_ = ChatFormat::kChatMl;
   } else {
-    return Status::Unsupported("chat template is " +
-                               std::string(jinja_source.empty() ? "empty" : "not ChatML or Llama-3") +
-                               " and the vocabulary has no <|im_start|> to fall back on ChatML");
+    return Status::Unsupported(
+        "no fallback format: the template is not ChatML or Llama-3 and the vocabulary has no "
+        "<|im_start|> to fall back on ChatML");
   }
-  const bool chatml = t.format_ == ChatFormat::kChatMl;
+  const bool chatml = fallback_ == ChatFormat::kChatMl;
   for (const char* marker : chatml
                                 ? std::vector<const char*>{"<|im_start|>", "<|im_end|>"}
                                 : std::vector<const char*>{"<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"}) {
     if (!tokenizer.TokenId(marker)) {
-      return Status::Unsupported(std::string("chat template needs token ") + marker + ", which the vocabulary lacks");
+      return Status::Unsupported(std::string("the fallback format needs token ") + marker +
+                                 ", which the vocabulary lacks");
     }
   }
-  t.default_system_ = FindDefaultSystemMessage(jinja_source);
+  has_fallback_ = true;
   const std::string& bos = tokenizer.TokenText(tokenizer.bos_id());
   if (chatml) {
-    t.renders_bos_ = bos == "<|im_start|>";
+    renders_bos_ = bos == "<|im_start|>";
   } else {
     bool wants_bos = !bos.empty() && (jinja_source.find("bos_token") != std::string_view::npos ||
                                       jinja_source.find(bos) != std::string_view::npos);
-    if (wants_bos) t.bos_text_ = bos;
-    t.renders_bos_ = wants_bos;
-    t.trim_content_ = jinja_source.find("trim") != std::string_view::npos;
+    if (wants_bos) bos_text_ = bos;
+    renders_bos_ = wants_bos;
+    trim_content_ = jinja_source.find("trim") != std::string_view::npos;
   }
+  return Status::Ok();
+}
+
+Result<ChatTemplate> ChatTemplate::Create(std::string_view jinja_source, const Tokenizer& tokenizer) {
+  ChatTemplate t;
+  t.bos_token_ = tokenizer.TokenText(tokenizer.bos_id());
+  t.eos_token_ = tokenizer.TokenText(tokenizer.eos_id());
+  t.default_system_ = FindDefaultSystemMessage(jinja_source);
+  Status fallback = t.ChooseFallback(jinja_source, tokenizer);
+
+  std::string_view source = jinja_source;
+  std::string origin = "the model's chat template";
+  if (source.empty()) {
+    std::optional<BuiltinChatTemplate> builtin = FindBuiltinChatTemplate(tokenizer);
+    if (!builtin) {
+      return Status::Unsupported(
+          "the model has no chat template, and its vocabulary has none of the markers of a built-in one "
+          "(<|im_start|>, <start_of_turn>, <|start_header_id|>)");
+    }
+    source = builtin->source;
+    origin = "the built-in " + std::string(builtin->name) + " chat template (the model has none)";
+  }
+  Result<jinja::Template> parsed = jinja::Parse(source);
+  if (parsed.ok()) {
+    t.format_ = ChatFormat::kJinja;
+    t.origin_ = origin;
+    t.jinja_ = std::make_shared<const jinja::Template>(std::move(parsed).value());
+    // Does a plain conversation begin with BOS? (Templates that refuse one
+    // user turn get a system turn first.)
+    const std::string& bos = t.bos_token_;
+    for (const auto& probe :
+         {std::vector<ChatMessage>{{"user", "x"}}, std::vector<ChatMessage>{{"system", "x"}, {"user", "x"}}}) {
+      Result<std::string> text = t.Render(probe, true);
+      if (!text.ok()) continue;
+      t.renders_bos_ = !bos.empty() && text->compare(0, bos.size(), bos) == 0;
+      break;
+    }
+    return t;
+  }
+  if (!fallback.ok()) {
+    return Status(parsed.status().code(), "chat template: " + parsed.status().message() + "; " + fallback.message());
+  }
+  t.format_ = t.fallback_;
+  t.origin_ = std::string(t.format_ == ChatFormat::kChatMl ? "ChatML" : "Llama-3") + " fallback (" +
+              parsed.status().message() + ")";
+  WarnOnce("chat template: " + parsed.status().message() + "; rendering the hard-coded " +
+           (t.format_ == ChatFormat::kChatMl ? "ChatML" : "Llama-3") + " format instead");
+  return t;
+}
+
+Result<ChatTemplate> ChatTemplate::FromSource(std::string_view jinja_source, std::string bos_text,
+                                              std::string eos_text) {
+  TROUPE_ASSIGN_OR_RETURN(jinja::Template parsed, jinja::Parse(jinja_source));
+  ChatTemplate t;
+  t.format_ = ChatFormat::kJinja;
+  t.origin_ = "a given template";
+  t.jinja_ = std::make_shared<const jinja::Template>(std::move(parsed));
+  t.bos_token_ = std::move(bos_text);
+  t.eos_token_ = std::move(eos_text);
+  t.default_system_ = FindDefaultSystemMessage(jinja_source);
   return t;
 }
 
@@ -229,6 +330,38 @@ Result<std::string> ChatTemplate::Render(const std::vector<ChatMessage>& message
       return Status::InvalidArgument("chat message " + std::to_string(i) + " has an empty role");
     }
   }
+  if (format_ != ChatFormat::kJinja) return RenderFallback(messages, add_generation_prompt);
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const ChatMessage& m : messages) list.push_back({{"role", m.role}, {"content", m.content}});
+  Result<std::string> text = RenderJson(list, add_generation_prompt);
+  if (!text.ok() && text.status().code() == StatusCode::kUnsupported && has_fallback_) {
+    WarnOnce("chat template: " + text.status().message() + "; rendering the hard-coded " +
+             (fallback_ == ChatFormat::kChatMl ? "ChatML" : "Llama-3") + " format instead");
+    return RenderFallback(messages, add_generation_prompt);
+  }
+  return text;
+}
+
+Result<std::string> ChatTemplate::RenderJson(const nlohmann::ordered_json& messages, bool add_generation_prompt) const {
+  if (!jinja_) {
+    return Status::Unsupported("this chat template is a hard-coded fallback (" + origin_ +
+                               "): it renders role/content messages only");
+  }
+  jinja::Dict vars = {
+      {"messages", jinja::Value::FromJson(messages)},
+      {"add_generation_prompt", jinja::Value::Bool(add_generation_prompt)},
+      {"bos_token", jinja::Value::String(bos_token_)},
+      {"eos_token", jinja::Value::String(eos_token_)},
+      {"tools", jinja::Value::None()},
+      {"documents", jinja::Value::None()},
+      {"raise_exception", RaiseException()},
+      {"strftime_now", StrftimeNow()},
+  };
+  return jinja::Render(*jinja_, vars);
+}
+
+Result<std::string> ChatTemplate::RenderFallback(const std::vector<ChatMessage>& messages,
+                                                 bool add_generation_prompt) const {
   std::vector<ChatMessage> all;
   if (!default_system_.empty() && !messages.empty() && messages[0].role != "system") {
     all.push_back({"system", default_system_});
@@ -236,7 +369,8 @@ Result<std::string> ChatTemplate::Render(const std::vector<ChatMessage>& message
   all.insert(all.end(), messages.begin(), messages.end());
 
   std::string out;
-  if (format_ == ChatFormat::kChatMl) {
+  const ChatFormat format = format_ == ChatFormat::kJinja ? fallback_ : format_;
+  if (format == ChatFormat::kChatMl) {
     for (const ChatMessage& m : all) out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
     if (add_generation_prompt) out += "<|im_start|>assistant\n";
   } else {

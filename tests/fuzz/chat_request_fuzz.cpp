@@ -58,7 +58,8 @@ const Tokenizer& TinyTokenizer() {
 }
 
 void CheckRendered(const v1::JobSubmit& job) {
-  static const ChatTemplate tmpl = ChatTemplate::Create("<|im_start|>", TinyTokenizer()).value();
+  // No template in the "model": the built-in ChatML one (TinySpec has its markers).
+  static const ChatTemplate tmpl = ChatTemplate::Create("", TinyTokenizer()).value();
   std::vector<ChatMessage> chat;
   for (const v1::ChatMessage& m : job.chat()) chat.push_back({m.role(), m.content()});
   Result<std::string> prompt = tmpl.Render(chat, /*add_generation_prompt=*/true);

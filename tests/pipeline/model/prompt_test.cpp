@@ -1,11 +1,13 @@
 // Prompt: a kept session's continuation, appended to the conversation so far,
 // gives the tokens of the whole conversation rendered at once (real SmolLM2
-// tokenizer and ChatML template).
+// tokenizer and its ChatML template; a Gemma 3 vocabulary with the built-in
+// Gemma 3 template, which insists on alternating roles and trims content).
 #include "pipeline/model/prompt.h"
 
 #include <gtest/gtest.h>
 
 #include "pipeline/format/model_source.h"
+#include "pipeline/text/byte_level.h"
 
 namespace troupe {
 namespace {
@@ -75,6 +77,48 @@ TEST_F(PromptTest, AContinuationHasNoBosAndNoDefaultSystemMessage) {
   chat.continuation = true;
   const std::string rendered = tokenizer_->Decode(Tokens(chat));
   EXPECT_EQ(rendered, "<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+}
+
+TEST(PromptGemma3Test, AChatContinuationIsTheWholeConversation) {
+  // Bytes plus Gemma's control tokens, and no chat template in the "file":
+  // the built-in Gemma 3 template renders.
+  TokenizerSpec spec;
+  for (int b = 0; b < 256; ++b) spec.tokens.push_back(text::ByteToUnicode(static_cast<uint8_t>(b)));
+  spec.token_types.assign(256, TokenType::kNormal);
+  for (const char* t : {"<pad>", "<eos>", "<bos>", "<start_of_turn>", "<end_of_turn>"}) {
+    spec.tokens.push_back(t);
+    spec.token_types.push_back(TokenType::kControl);
+  }
+  spec.bos_id = 258;
+  spec.eos_id = 257;
+  spec.add_bos = true;
+  const int32_t end_of_turn = 260;
+  auto tokenizer = Tokenizer::Create(spec);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().ToString();
+  auto tokens = [&](const PromptRequest& r) {
+    auto ids = PromptTokens(**tokenizer, spec, r);
+    EXPECT_TRUE(ids.ok()) << ids.status().ToString();
+    return ids.ok() ? *ids : std::vector<int32_t>{};
+  };
+  std::vector<int32_t> context = tokens(Chat({{"system", "Be brief."}, {"user", "Capital of France?"}}));
+  ASSERT_GE(context.size(), 2u);
+  EXPECT_EQ(context[0], spec.bos_id);
+  EXPECT_NE(context[1], spec.bos_id) << "the template renders <bos>: no second one";
+  for (int32_t id : (*tokenizer)->Encode("Paris.", false, true)) context.push_back(id);
+  context.push_back(end_of_turn);  // the answer's end, sampled
+  const std::vector<int32_t> next = tokens(Chat({{"user", "And Germany?"}}, true));
+  ASSERT_FALSE(next.empty());
+  EXPECT_EQ(next.front(), end_of_turn) << (*tokenizer)->Decode(next);
+  context.insert(context.end(), next.begin() + 1, next.end());
+  EXPECT_EQ((*tokenizer)->Decode(context), (*tokenizer)
+                                               ->Decode(tokens(Chat({{"system", "Be brief."},
+                                                                     {"user", "Capital of France?"},
+                                                                     {"assistant", "Paris."},
+                                                                     {"user", "And Germany?"}}))));
+  EXPECT_EQ(context, tokens(Chat({{"system", "Be brief."},
+                                  {"user", "Capital of France?"},
+                                  {"assistant", "Paris."},
+                                  {"user", "And Germany?"}})));
 }
 
 }  // namespace
