@@ -110,3 +110,28 @@ def test_jinja_cases_file_is_jinja2s_rendering():
     """The golden file jinja_test.cpp checks our interpreter against is what jinja2 renders today."""
     pytest.importorskip("transformers.utils.chat_template_utils")
     assert json.loads(JINJA_CASES.read_text(encoding="utf-8")) == jinja_cases.build()
+
+
+GEMMA = ROOT / ".deps" / "model-gemma3" / "gemma-3-270m-q4_k_m.gguf"
+
+
+@pytest.mark.skipif(not GEMMA.exists(), reason=f"{GEMMA} is missing: scripts/setup.sh --with-test-deps")
+def test_gemma3_file_without_template_renders_the_official_one(troupe_bin, tmp_path):
+    """Gemma 3's GGUF has no tokenizer.chat_template: troupe picks its built-in
+    Gemma 3 template, which must render as jinja2 renders Google's template
+    with the file's BOS and EOS texts."""
+    from gguf import GGUFReader
+
+    reader = GGUFReader(str(GEMMA))
+    assert "tokenizer.chat_template" not in reader.fields
+    template = _compile((TEMPLATES / "gemma-3-it.jinja").read_text(encoding="utf-8"))
+    batch = tmp_path / "cases.jsonl"
+    batch.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in CASES), encoding="utf-8")
+    ours = run_troupe_json_lines("chat-template", "--model", GEMMA, "--messages-json", batch, "--batch")
+    assert len(ours) == len(CASES)
+    mismatches = []
+    for case, got in zip(CASES, ours):
+        want = _reference(template, case, "<bos>", "<eos>")
+        if (want is None and "error" not in got) or (want is not None and got.get("text") != want):
+            mismatches.append((case, want, got))
+    assert not mismatches, f"{len(mismatches)} of {len(CASES)} differ; first: {mismatches[0]!r}"

@@ -40,7 +40,7 @@ TEST(Gemma3ChatTemplate, TheBuiltInTemplateRendersAndEncodes) {
   ASSERT_GE(ids.size(), 4u);
   EXPECT_EQ(ids[0], 2);  // <bos>, once
   EXPECT_NE(ids[1], 2);
-  EXPECT_EQ(ids[1], 105);               // <start_of_turn>
+  EXPECT_EQ(ids[1], 105);                                 // <start_of_turn>
   EXPECT_EQ(std::count(ids.begin(), ids.end(), 105), 2);  // <start_of_turn>: user, model
   EXPECT_EQ(std::count(ids.begin(), ids.end(), 106), 1);  // <end_of_turn>
 }
