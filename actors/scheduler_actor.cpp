@@ -14,9 +14,8 @@
 #include "pipeline/log.h"
 #include "pipeline/model/prompt.h"
 #include "scheduling/admission.h"
-#include "scheduling/console_views.h"
+#include "scheduling/console_desk.h"
 #include "scheduling/job_lifecycle.h"
-#include "scheduling/metric_history.h"
 #include "scheduling/metrics_query.h"
 #include "scheduling/spot_checks.h"
 #include "scheduling/startup_hold.h"
@@ -605,80 +604,24 @@ class SchedulerActor : public StageActor {
     h.rss_bytes = ResidentBytes();
     h.runs_embedding = ctx_->config.RunsEmbedding();
     h.runs_lm_head = ctx_->config.RunsLmHead();
-    h.tokens_per_s = tokens_per_s_;
+    h.tokens_per_s = console_.tokens_per_s();
     return h;
   }
 
-  // The admin console asks for one view (scheduling/console_views.h).
+  // The admin console asks for one view (scheduling/console_desk.h).
   void ConsoleAsked(const Origin& from, uint64_t request_id, const v1::ConsoleQuery& q) {
     const auto now = Clock::now();
-    const sched::ConsoleHead head = ConsoleHeadNow(now);
-    const std::vector<sched::JobLifecycle::JobView> jobs = jobs_.Views();
-    const sched::Registry& registry = jobs_.registry();
-    sched::Json view;
-    if (q.view() == "cluster") {
-      view = sched::ClusterView(head, registry, jobs, now);
-    } else if (q.view() == "nodes") {
-      view = sched::NodesView(head, registry, lost_, now);
-    } else if (q.view() == "coverage") {
-      view = sched::CoverageView(registry, lost_, head.n_layers, now);
-    } else if (q.view() == "jobs") {
-      view = sched::JobsView(book_->Summaries(kEndedJobsShown), jobs, now, UnixNow());
-    } else if (q.view() == "sessions") {
-      view = sched::SessionsView(book_->Summaries(0), jobs, now);
-    } else if (q.view() == "timeline") {
-      std::optional<std::vector<sched::StepTiming>> steps =
-          ctx_->timelines ? ctx_->timelines->Of(q.session_id()) : std::nullopt;
-      if (!steps) {
-        return Execute(sched::Reply{
-            from, ErrorEnvelope(v1::UNKNOWN_SESSION,
-                                "no timeline of session " + std::to_string(q.session_id()) +
-                                    " (never run here, ended more than 10 minutes ago, or hop_timing is off)",
-                                ctx_->node_id, q.session_id(), request_id)});
-      }
-      uint64_t job_id = 0;
-      for (const auto& j : jobs) job_id = j.session_id == q.session_id() ? j.job_id : job_id;
-      view = sched::TimelineView(q.session_id(), job_id, *steps);
-    } else if (q.view() == "history") {
-      view = sched::HistoryView(history_, q.seconds() > 0 ? q.seconds() : 600, head.unix_ms);
-    } else {
-      return Execute(sched::Reply{
-          from, ErrorEnvelope(
-                    v1::BAD_REQUEST,
-                    "no console view '" + q.view() + "' (cluster, nodes, coverage, jobs, sessions, timeline, history)",
-                    ctx_->node_id, 0, request_id)});
+    Result<sched::Json> view = console_.View(q.view(), q.session_id(), q.seconds(), ConsoleHeadNow(now), jobs_, *book_,
+                                             ctx_->timelines.get(), now, UnixNow());
+    if (!view.ok()) {
+      const bool no_timeline = view.status().code() == StatusCode::kNotFound;
+      return Execute(
+          sched::Reply{from, ErrorEnvelope(no_timeline ? v1::UNKNOWN_SESSION : v1::BAD_REQUEST, view.status().message(),
+                                           ctx_->node_id, no_timeline ? q.session_id() : 0, request_id)});
     }
     v1::Envelope env = NewEnvelope(request_id);
-    env.mutable_console_view()->set_json(view.dump(-1, ' ', false, sched::Json::error_handler_t::replace));
+    env.mutable_console_view()->set_json(view->dump(-1, ' ', false, sched::Json::error_handler_t::replace));
     Execute(sched::Reply{from, std::move(env)});
-  }
-
-  // One sample a second of what the console charts (sched::MetricHistory).
-  void SampleHistory(Clock::time_point now) {
-    ctx_->counters.queue_depth = jobs_.queued();  // once a second: it walks every job
-    sched::TrackLost(known_, jobs_.registry().All(), now, &lost_);
-    known_ = jobs_.registry().All();
-    const double unix_now = UnixNow();
-    const double dt = unix_now - sampled_at_;
-    if (dt < 1.0) return;
-    const uint64_t tokens = ctx_->counters.tokens_generated_total.load(), failed = book_->failed();
-    if (sampled_at_ > 0) {
-      tokens_per_s_ = static_cast<double>(tokens - tokens_seen_) / dt;
-      double cache = 0, sessions = 0, queued = 0;
-      for (const auto& [id, e] : jobs_.registry().All()) {
-        if (jobs_.registry().IsAlive(e, now)) cache += static_cast<double>(e.details.cache_bytes);
-      }
-      for (const auto& j : jobs_.Views()) (j.live.state == v1::JOB_QUEUED ? queued : sessions) += 1;
-      history_.Add(static_cast<int64_t>(unix_now * 1000),
-                   {{"tokens_per_s", tokens_per_s_},
-                    {"queue_depth", queued},
-                    {"sessions", sessions},
-                    {"cache_bytes", cache},
-                    {"errors_per_s", static_cast<double>(failed - failed_seen_) / dt}});
-    }
-    sampled_at_ = unix_now;
-    tokens_seen_ = tokens;
-    failed_seen_ = failed;
   }
 
   // Every live node gets a Ping; its Pong gives the round trip routes weigh.
@@ -698,7 +641,8 @@ class SchedulerActor : public StageActor {
   void OnTick() {
     const auto now = Clock::now();
     PingNodes(now);
-    SampleHistory(now);
+    ctx_->counters.queue_depth = jobs_.queued();  // once a tick: it walks every job
+    console_.Sample(now, UnixNow(), jobs_, ctx_->counters.tokens_generated_total.load(), book_->failed());
     RunRecovered(now);
     SubmitHeld(now);
     if (now - expired_ >= kExpireEvery) {
@@ -832,13 +776,7 @@ class SchedulerActor : public StageActor {
   Clock::time_point started_;
   Clock::time_point expired_;  // the last Expire
   sched::MetricsQueries queries_;
-  // The console (ConsoleAsked, SampleHistory).
-  static constexpr size_t kEndedJobsShown = 20;
-  sched::MetricHistory history_;
-  std::map<std::string, sched::ShardEntry> known_;  // the registry at the last tick
-  std::map<std::string, sched::LostNode> lost_;     // nodes that left it lately
-  double sampled_at_ = 0, tokens_per_s_ = 0;
-  uint64_t tokens_seen_ = 0, failed_seen_ = 0;
+  sched::ConsoleDesk console_;                                  // lost nodes, metric history, views
   std::map<std::string, std::string> refused_said_;             // node -> the refusal last logged
   std::map<std::string, std::map<int, std::string>> troubles_;  // node -> TroubleSource -> why
   Clock::time_point pinged_;                                    // the last PingNodes round
