@@ -30,19 +30,10 @@
 namespace troupe {
 namespace {
 
+using testing_util::Hsum8;
 using testing_util::RandomActivations;
 using testing_util::RandomMatrix;
-
-uint16_t U16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-float Hsum8(const float a[8]) {
-  const float r0 = a[0] + a[4], r1 = a[1] + a[5], r2 = a[2] + a[6], r3 = a[3] + a[7];
-  return (r0 + r2) + (r1 + r3);
-}
+using testing_util::U16;
 
 // One quantized activation row in value order: Q8_0 blocks (q, fp16-rounded
 // d) or Q8_K super-blocks (q, d, 16-value sums).

@@ -15,6 +15,17 @@ namespace troupe {
 namespace testing_util {
 
 inline void PutU16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, sizeof v); }
+inline uint16_t U16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// ggml's hsum_float_8 on eight lanes: ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)).
+inline float Hsum8(const float a[8]) {
+  const float r0 = a[0] + a[4], r1 = a[1] + a[5], r2 = a[2] + a[6], r3 = a[3] + a[7];
+  return (r0 + r2) + (r1 + r3);
+}
 
 // rows x cols weights of `type` with random payload bytes and scales drawn so
 // values stay O(0.1), like trained linear weights.
