@@ -176,9 +176,12 @@ struct Shape {
   int64_t rows, cols;
 };
 
+int g_batch = 64;  // activation rows of the compute-bound figure
+
 void PrintHeader() {
+  const std::string batch = "n=" + std::to_string(g_batch) + " GFLOP/s";
   std::printf("%-22s %3s %9s %9s %9s %9s %9s %11s\n", "matrix", "thr", "dram ms", "dram GB/s", "(cpu)", "hot ms",
-              "hot GB/s", "n=64 GFLOP/s");
+              "hot GB/s", batch.c_str());
 }
 
 void BenchShapes(Isa isa, int runs, double dram_mb) {
@@ -203,9 +206,9 @@ void BenchShapes(Isa isa, int runs, double dram_mb) {
     Matrices m = MakeMatrices(s.type, s.rows, s.cols, copies);
     std::mt19937 rng(3);
     std::normal_distribution<float> normal;
-    std::vector<float> x(64 * s.cols);
+    std::vector<float> x(g_batch * s.cols);
     for (float& v : x) v = normal(rng);
-    std::vector<float> y(64 * s.rows);
+    std::vector<float> y(g_batch * s.rows);
     for (int threads : {1, 2}) {
       const Timing dram = TimeIt(runs, 0.2, copies, [&] {
         for (const QuantMatrix& q : m.mats) MultiplyWithIsa(q, isa, x.data(), 1, y.data(), threads);
@@ -216,12 +219,12 @@ void BenchShapes(Isa isa, int runs, double dram_mb) {
         }
       });
       const Timing pre = TimeIt(std::max(3, runs / 2), 0.2, 1,
-                                [&] { MultiplyWithIsa(m.mats[0], isa, x.data(), 64, y.data(), threads); });
+                                [&] { MultiplyWithIsa(m.mats[0], isa, x.data(), g_batch, y.data(), threads); });
       char cpu_col[32] = "-";
       if (threads == 1) std::snprintf(cpu_col, sizeof cpu_col, "%.2f", bytes / dram.cpu / 1e9);
       std::printf("%-22s %3d %9.4f %9.2f %9s %9.4f %9.2f %11.1f\n", s.name, threads, dram.wall * 1e3,
                   bytes / dram.wall / 1e9, cpu_col, hot.wall * 1e3, bytes / hot.wall / 1e9,
-                  2.0 * s.rows * s.cols * 64 / pre.wall / 1e9);
+                  2.0 * s.rows * s.cols * g_batch / pre.wall / 1e9);
     }
   }
 }
@@ -294,6 +297,8 @@ int main(int argc, char** argv) {
   app.add_option("--runs", runs, "timing runs per figure (median reported)");
   app.add_option("--dram-mb", dram_mb, "MB of weight copies rotated for the DRAM figures");
   app.add_flag("--huge-pages", g_huge_pages, "back weights with 2 MB pages (madvise)");
+  app.add_option("--batch", g_batch, "activation rows of the compute-bound figure (default 64)")
+      ->check(CLI::Range(1, 4096));
   CLI11_PARSE(app, argc, argv);
   Isa isa = BestIsa();
   for (Isa i : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {

@@ -146,17 +146,37 @@ void QuantizeQ8x2(const float* x, int64_t cols, uint8_t* dst) {
 
 }  // namespace
 
-int64_t TileScalesFloats(int64_t n, int64_t cols) { return n / 4 * (cols / 32) * 8; }
+int64_t ActPairsOctetOffset(int64_t n, int64_t cols) {
+  return (n + 1) / 2 * (cols / 32) * static_cast<int64_t>(sizeof(ActPairBlock) / sizeof(float));
+}
 
-void TileScales(const uint8_t* xq, int64_t xq_stride, int64_t n, int64_t cols, float* dst) {
+int64_t ActPairsBytes(int64_t n, int64_t cols) {
+  return (ActPairsOctetOffset(n, cols) + (n + 7) / 8 * (cols / 32) * 8) * static_cast<int64_t>(sizeof(float));
+}
+
+void BuildActPairs(const uint8_t* xq, int64_t xq_stride, int64_t n, int64_t cols, uint8_t* dst) {
   const int64_t blocks = cols / 32;
-  for (int64_t k = 0; k < n / 4; ++k) {
-    for (int j = 0; j < 4; ++j) {
-      const auto* groups = reinterpret_cast<const ActGroupQ8x2*>(xq + (4 * k + j) * xq_stride);
-      for (int64_t b = 0; b < blocks; ++b) {
-        float* out = dst + (k * blocks + b) * 8;
-        out[j] = groups[b / 2].d[b % 2];
-        out[4 + j] = groups[b / 2].s[b % 2];
+  auto* pairs = reinterpret_cast<ActPairBlock*>(dst);
+  float* octets = reinterpret_cast<float*>(dst) + ActPairsOctetOffset(n, cols);
+  std::memset(octets, 0, static_cast<size_t>((n + 7) / 8 * blocks * 8) * sizeof(float));
+  for (int64_t k = 0; k < (n + 1) / 2; ++k) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      ActPairBlock& out = pairs[k * blocks + b];
+      for (int h = 0; h < 2; ++h) {
+        const int64_t t = 2 * k + h;
+        if (t >= n) {
+          std::memset(out.q + 32 * h, 0, 32);
+          for (int p = 0; p < 8; ++p) out.d[8 * h + p] = 0.0f, out.corr[8 * h + p] = 0;
+          continue;
+        }
+        const auto& group = reinterpret_cast<const ActGroupQ8x2*>(xq + t * xq_stride)[b / 2];
+        const int8_t* q = group.q + 32 * (b % 2);
+        std::memcpy(out.q + 32 * h, q, 32);
+        for (int p = 0; p < 8; ++p) {
+          out.d[8 * h + p] = group.d[b % 2];
+          out.corr[8 * h + p] = 128 * (q[4 * p] + q[4 * p + 1] + q[4 * p + 2] + q[4 * p + 3]);
+        }
+        octets[(t / 8 * blocks + b) * 8 + t % 8] = group.s[b % 2];
       }
     }
   }

@@ -82,14 +82,30 @@ int64_t ActRowBytes(ActLayout layout, int64_t cols);
 // above. cols must be a multiple of 32 (256 for kQ8K / kQ8KPaired).
 // Non-finite inputs give unspecified results. Uses AVX-512 when compiled in.
 void QuantizeActRow(ActLayout layout, const float* x, int64_t cols, uint8_t* dst);
-// For layout kQ8x2: gathers the d and s of rows [4k, 4k + 4) of `n` quantized
-// rows (xq_stride bytes apart, `cols` values each) into dst, for every whole
-// tile k < n / 4 and block b < cols / 32: dst[(k * blocks + b) * 8 + j] = d of
-// row 4k + j in block b, and [... + 4 + j] its s. dst holds
-// TileScalesFloats(n, cols) floats. Lets a kernel scale four rows' blocks
-// with one vector multiply.
-int64_t TileScalesFloats(int64_t n, int64_t cols);
-void TileScales(const uint8_t* xq, int64_t xq_stride, int64_t n, int64_t cols, float* dst);
+// Row pairs, for layout kQ8x2 (the paired kernels of kernels_avx512_pairs.cpp):
+// block b of activation rows 2k and 2k + 1 side by side, so one 512-bit
+// register holds the same block of two rows and one instruction serves both
+// (a row past n, when n is odd, is all zeros). Pair k's block b is
+// ActPairBlock number k * blocks + b, blocks = cols / 32:
+//   q     block b of row 2k, then of row 2k + 1;
+//   d     d of row 2k eight times, then d of row 2k + 1 eight times;
+//   corr  per ggml lane (values 4p..4p + 3 of the block, p < 8; lanes 8..15
+//         for row 2k + 1): 128 * their sum, the correction of a dot with
+//         (w XOR 0x80) (Q8_0).
+// After the pairs, the s of each octet of rows (8o..8o + 7, zero past n) per
+// block: floats [(o * blocks + b) * 8 + j], j < 8, for Q4_1's min terms.
+// BuildActPairs fills ActPairsBytes(n, cols) bytes (64-byte aligned dst) from
+// n rows quantized as kQ8x2, xq_stride bytes apart.
+struct alignas(64) ActPairBlock {
+  int8_t q[64];
+  float d[16];
+  int32_t corr[16];
+};
+static_assert(sizeof(ActPairBlock) == 192, "");
+int64_t ActPairsBytes(int64_t n, int64_t cols);
+// The octet scales' offset in floats from the start of the pair buffer.
+int64_t ActPairsOctetOffset(int64_t n, int64_t cols);
+void BuildActPairs(const uint8_t* xq, int64_t xq_stride, int64_t n, int64_t cols, uint8_t* dst);
 // The portable version; produces the same bytes as QuantizeActRow.
 void QuantizeActRowScalar(ActLayout layout, const float* x, int64_t cols, uint8_t* dst);
 

@@ -50,12 +50,9 @@ struct MatmulArgs {
   int64_t xq_stride = 0;
   const float* x = nullptr;  // [n, cols] fp32 activations (float weight types)
   int64_t n = 0;
-  // Layout kQ8x2 with n >= 4 only (else nullptr): the scales of each tile of
-  // four activation rows gathered per block, 8 floats at
-  // xs4 + (k * xs4_blocks + b) * 8 for rows 4k..4k+3 and block b: their d,
-  // then their s (TileScales, activations.h). Kernels may ignore it.
-  const float* xs4 = nullptr;
-  int64_t xs4_blocks = 0;
+  // Layout kQ8x2 with a pair kernel (GetAvx512PairKernel) only, else
+  // nullptr: the n rows as row pairs (BuildActPairs, activations.h).
+  const uint8_t* xp = nullptr;
   float* y = nullptr;  // [n, ldy] outputs
   int64_t ldy = 0;
   // llama.cpp would repack this matrix (GgmlRepacks): kernels of that type
@@ -87,5 +84,9 @@ RowsKernel GetScalarKernel(GgmlType type);
 RowsKernel GetAvx2Kernel(GgmlType type);
 RowsKernel GetAvx512Kernel(GgmlType type);
 RowsKernel GetAvx512KQuantKernel(GgmlType type);  // Q4_K, Q6_K (kernels_avx512_k.cpp)
+// Q4_1 and Q8_0 for n >= kMinPairRows activation rows given as row pairs
+// (MatmulArgs::xp; kernels_avx512_pairs.cpp); nullptr for other types.
+RowsKernel GetAvx512PairKernel(GgmlType type);
+constexpr int64_t kMinPairRows = 2;
 
 }  // namespace troupe

@@ -178,60 +178,8 @@ struct Q4_1GgmlKernel : GgmlAccPolicy {
     acc.s = _mm_fmadd_ss(_mm_shuffle_ps(w.dm, w.dm, 3), _mm_load_ss(&x->s[1]), acc.s);
   }
 
-  // A whole tile of four activation rows with their scales gathered
-  // (MatmulArgs::xs4): per block one multiply gives the four rows' d_w d_x
-  // and one FMA their four summs chains, where Step spends one of each per
-  // row. Every lane sees the same operations in the same order as in Step.
-  template <int R>
-  static void Accumulate4(const MatmulArgs& a, int64_t r, int64_t t0, GgmlAcc (&acc)[R][4]) {
-    const int64_t nblocks = a.cols / 32;
-    const float* ts = a.xs4 + (t0 / 4) * a.xs4_blocks * 8;
-    const uint8_t* row0 = a.w + r * a.row_bytes;
-    __m128 summs[R];
-    for (int i = 0; i < R; ++i) {
-      summs[i] = _mm_setr_ps(_mm_cvtss_f32(acc[i][0].s), _mm_cvtss_f32(acc[i][1].s), _mm_cvtss_f32(acc[i][2].s),
-                             _mm_cvtss_f32(acc[i][3].s));
-    }
-    const __m256i lane1 = _mm256_set1_epi32(1), lane2 = _mm256_set1_epi32(2), lane3 = _mm256_set1_epi32(3);
-    for (int64_t b = 0; b < nblocks; b += 2) {
-      const int nb = b + 1 < nblocks ? 2 : 1;
-      const __m128 d4a = _mm_load_ps(ts + b * 8), s4a = _mm_load_ps(ts + b * 8 + 4);
-      const __m128 d4b = nb == 2 ? _mm_load_ps(ts + b * 8 + 8) : _mm_setzero_ps();
-      const __m128 s4b = nb == 2 ? _mm_load_ps(ts + b * 8 + 12) : _mm_setzero_ps();
-      for (int i = 0; i < R; ++i) {
-        const uint8_t* p = row0 + i * a.row_bytes + b * kBlockBytes;
-        const Pair w = Decode(nb == 2 ? Load40(p) : Load20(p));
-        // (d_b, d_b+1, m_b, m_b+1) -> per-block scales and summs for rows 0..3
-        const __m128 dda = _mm_mul_ps(_mm_broadcastss_ps(w.dm), d4a);
-        summs[i] = _mm_fmadd_ps(_mm_permute_ps(w.dm, 0xAA), s4a, summs[i]);
-        const __m128 ddb = _mm_mul_ps(_mm_permute_ps(w.dm, 0x55), d4b);
-        if (nb == 2) summs[i] = _mm_fmadd_ps(_mm_permute_ps(w.dm, 0xFF), s4b, summs[i]);
-        const __m256 wa = _mm256_castps128_ps256(dda), wb = _mm256_castps128_ps256(ddb);
-        const __m256 sa[4] = {_mm256_broadcastss_ps(dda), _mm256_permutevar8x32_ps(wa, lane1),
-                              _mm256_permutevar8x32_ps(wa, lane2), _mm256_permutevar8x32_ps(wa, lane3)};
-        const __m256 sb[4] = {_mm256_broadcastss_ps(ddb), _mm256_permutevar8x32_ps(wb, lane1),
-                              _mm256_permutevar8x32_ps(wb, lane2), _mm256_permutevar8x32_ps(wb, lane3)};
-        for (int j = 0; j < 4; ++j) {
-          const auto* x = reinterpret_cast<const ActGroupQ8x2*>(a.xq + (t0 + j) * a.xq_stride) + b / 2;
-          const __m512 f =
-              _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w.wq, _mm512_load_si512(x->q)));
-          acc[i][j].v = _mm256_fmadd_ps(sa[j], _mm512_castps512_ps256(f), acc[i][j].v);
-          if (nb == 2) acc[i][j].v = _mm256_fmadd_ps(sb[j], _mm512_extractf32x8_ps(f, 1), acc[i][j].v);
-        }
-      }
-    }
-    for (int i = 0; i < R; ++i) {
-      alignas(16) float out[4];
-      _mm_store_ps(out, summs[i]);
-      for (int j = 0; j < 4; ++j) acc[i][j].s = _mm_set_ss(out[j]);
-    }
-  }
-
   template <int R, int T>
   static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, GgmlAcc (&acc)[R][T]) {
-    if constexpr (T == 4) {
-      if (a.xs4 != nullptr && t0 % 4 == 0) return Accumulate4<R>(a, r, t0, acc);
-    }
     const int64_t nblocks = a.cols / 32;
     const int64_t full = nblocks / 2;
     const uint8_t* row0 = a.w + r * a.row_bytes;

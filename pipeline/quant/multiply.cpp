@@ -146,9 +146,13 @@ void MultiplySharedWithIsa(Isa isa, const MatmulOutput* outputs, int count, cons
     scratch_bytes += n * stride[l];
   }
   constexpr int kQ8x2 = static_cast<int>(ActLayout::kQ8x2);
-  const int64_t tile_floats = stride[kQ8x2] > 0 ? TileScalesFloats(n, cols) : 0;
-  const int64_t tile_offset = scratch_bytes;
-  scratch_bytes += tile_floats * static_cast<int64_t>(sizeof(float));
+  // Row pairs for the pair kernels, when one of the matrices has one.
+  bool pairs = false;
+  if (isa == Isa::kAvx512 && n >= kMinPairRows && stride[kQ8x2] > 0) {
+    for (int i = 0; i < count; ++i) pairs = pairs || GetAvx512PairKernel(outputs[i].w->type()) != nullptr;
+  }
+  const int64_t pairs_offset = (scratch_bytes + 63) / 64 * 64;
+  if (pairs) scratch_bytes = pairs_offset + ActPairsBytes(n, cols);
   uint8_t* xq = scratch_bytes > 0 ? ThreadScratch(static_cast<size_t>(scratch_bytes)) : nullptr;
 
   Job jobs[kMaxOutputs];
@@ -159,6 +163,10 @@ void MultiplySharedWithIsa(Isa isa, const MatmulOutput* outputs, int count, cons
     job.kernel = GetRowsKernel(w.type(), isa);
     if (job.kernel == nullptr) job.kernel = GetScalarKernel(w.type());
     const int l = static_cast<int>(ActLayoutFor(w.type()));
+    if (pairs && GetAvx512PairKernel(w.type()) != nullptr) {
+      job.kernel = GetAvx512PairKernel(w.type());
+      job.args.xp = xq + pairs_offset;
+    }
     job.args.w = w.data();
     job.args.row_bytes = w.row_bytes();
     job.args.cols = cols;
@@ -166,10 +174,6 @@ void MultiplySharedWithIsa(Isa isa, const MatmulOutput* outputs, int count, cons
     job.args.xq_stride = stride[l];
     job.args.x = x;
     job.args.n = n;
-    if (l == kQ8x2 && tile_floats > 0) {
-      job.args.xs4 = reinterpret_cast<const float*>(xq + tile_offset);
-      job.args.xs4_blocks = cols / 32;
-    }
     job.args.y = outputs[i].y;
     job.args.ldy = w.rows();
     job.args.repacked = GgmlRepacks(w.type(), w.rows());
@@ -192,14 +196,12 @@ void MultiplySharedWithIsa(Isa isa, const MatmulOutput* outputs, int count, cons
     const int64_t t = k % n;
     QuantizeActRow(static_cast<ActLayout>(l), x + t * cols, cols, xq + offset[l] + t * stride[l]);
   };
-  auto tile_scales = [&] {
-    if (tile_floats > 0) {
-      TileScales(xq + offset[kQ8x2], stride[kQ8x2], n, cols, reinterpret_cast<float*>(xq + tile_offset));
-    }
+  auto build_pairs = [&] {
+    if (pairs) BuildActPairs(xq + offset[kQ8x2], stride[kQ8x2], n, cols, xq + pairs_offset);
   };
   if (!quantize_in_region) {
     for (int64_t k = 0; k < quant_rows; ++k) quantize(k);
-    tile_scales();
+    build_pairs();
   }
   if (nt == 1) {
     RunRange(jobs, {0, 0}, {count - 1, jobs[count - 1].rows});
@@ -210,7 +212,7 @@ void MultiplySharedWithIsa(Isa isa, const MatmulOutput* outputs, int count, cons
     pool.Run(nt, [&](int part) {
       for (int64_t k = quant_rows * part / nt; k < quant_rows * (part + 1) / nt; ++k) quantize(k);
     });
-    tile_scales();
+    build_pairs();
   }
   const int parts = nt * kPartsPerThread;
   pool.Run(parts, [&](int part) {

@@ -225,29 +225,47 @@ TEST(ActivationsTest, QuantizationErrorIsHalfAStepPlusScaleRounding) {
   }
 }
 
-// TileScales gathers, per whole tile of four rows and per block, the rows' d
-// then their s, exactly as each row's kQ8x2 group holds them; a partial last
-// tile gets nothing.
-TEST(ActivationsTest, TileScalesGatherFourRowsPerBlock) {
-  const int64_t n = 9, cols = 160;  // 5 blocks: the last group half full
+// BuildActPairs lays block b of rows 2k and 2k + 1 side by side with their d
+// spread over eight lanes each, the per-lane corrections 128 * (sum of four
+// values), and the s of each octet of rows; a row past n (odd n) and the
+// octet's rows past n are zeros, and nothing is written past the buffer.
+TEST(ActivationsTest, BuildActPairsLaysRowPairsSideBySide) {
+  const int64_t n = 9, cols = 160;  // 5 blocks: the last group half full; 5 pairs, the last half empty
   const std::vector<float> x = TestRows(n, cols);
   const int64_t stride = ActRowBytes(ActLayout::kQ8x2, cols);
   std::vector<uint8_t> buf(n * stride + 64);
   uint8_t* xq = buf.data() + (64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64;
   for (int64_t t = 0; t < n; ++t) QuantizeActRow(ActLayout::kQ8x2, &x[t * cols], cols, xq + t * stride);
-  ASSERT_EQ(TileScalesFloats(n, cols), 2 * 5 * 8);
-  std::vector<float> ts(TileScalesFloats(n, cols) + 1, -7.0f);
-  TileScales(xq, stride, n, cols, ts.data());
-  for (int64_t k = 0; k < 2; ++k) {
-    for (int64_t b = 0; b < 5; ++b) {
-      for (int j = 0; j < 4; ++j) {
-        const auto* g = reinterpret_cast<const ActGroupQ8x2*>(xq + (4 * k + j) * stride) + b / 2;
-        EXPECT_EQ(ts[(k * 5 + b) * 8 + j], g->d[b % 2]) << "tile " << k << " block " << b << " row " << j;
-        EXPECT_EQ(ts[(k * 5 + b) * 8 + 4 + j], g->s[b % 2]) << "tile " << k << " block " << b << " row " << j;
+  const int64_t blocks = 5;
+  ASSERT_EQ(ActPairsBytes(n, cols), 5 * blocks * 192 + 2 * blocks * 8 * 4);
+  std::vector<uint8_t> pbuf(ActPairsBytes(n, cols) + 128, 0xAB);
+  uint8_t* dst = pbuf.data() + (64 - reinterpret_cast<uintptr_t>(pbuf.data()) % 64) % 64;
+  BuildActPairs(xq, stride, n, cols, dst);
+  const auto* pairs = reinterpret_cast<const ActPairBlock*>(dst);
+  const float* octets = reinterpret_cast<const float*>(dst) + ActPairsOctetOffset(n, cols);
+  for (int64_t t = 0; t < 10; ++t) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      const ActPairBlock& p = pairs[(t / 2) * blocks + b];
+      const int h = static_cast<int>(t % 2);
+      const auto* g = t < n ? reinterpret_cast<const ActGroupQ8x2*>(xq + t * stride) + b / 2 : nullptr;
+      for (int v = 0; v < 32; ++v) {
+        EXPECT_EQ(p.q[32 * h + v], g ? g->q[32 * (b % 2) + v] : 0) << "row " << t << " block " << b;
+      }
+      for (int lane = 0; lane < 8; ++lane) {
+        EXPECT_EQ(p.d[8 * h + lane], g ? g->d[b % 2] : 0.0f) << "row " << t << " block " << b;
+        int32_t sum = 0;
+        for (int v = 0; v < 4; ++v) sum += g ? g->q[32 * (b % 2) + 4 * lane + v] : 0;
+        EXPECT_EQ(p.corr[8 * h + lane], 128 * sum) << "row " << t << " block " << b << " lane " << lane;
       }
     }
   }
-  EXPECT_EQ(ts.back(), -7.0f);  // nothing written past the whole tiles
+  for (int64_t t = 0; t < 16; ++t) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      const float want = t < n ? (reinterpret_cast<const ActGroupQ8x2*>(xq + t * stride) + b / 2)->s[b % 2] : 0.0f;
+      EXPECT_EQ(octets[((t / 8) * blocks + b) * 8 + t % 8], want) << "row " << t << " block " << b;
+    }
+  }
+  EXPECT_EQ(dst[ActPairsBytes(n, cols)], 0xAB);  // nothing written past the buffer
 }
 
 }  // namespace

@@ -26,10 +26,12 @@ namespace {
 using testing_util::RandomActivations;
 using testing_util::RandomMatrix;
 
-constexpr int64_t kBatches[] = {1, 2, 3, 4, 5, 17};
+// 17 and 35: row pairs with an odd one out, one weight row at a time (decode)
+// and four at a time over two chunks of pairs (prefill): kernels_avx512_pairs.cpp.
+constexpr int64_t kBatches[] = {1, 2, 3, 4, 5, 17, 35};
 constexpr int64_t kMaxOffset = 2;  // batches also start at rows 1 and 2 of x
 constexpr int kThreads[] = {1, 2, 3};
-constexpr int64_t kRows = kBatches[5] + kMaxOffset;  // activation rows in x
+constexpr int64_t kRows = kBatches[6] + kMaxOffset;  // activation rows in x
 
 std::vector<Isa> Isas() {
   std::vector<Isa> isas;
