@@ -7,10 +7,10 @@ threads, and the aggregate throughput of 1, 4 and 16 concurrent sessions.
 
 Single-session figures are medians of alternated runs (generate, submit,
 generate, ...), each from the engine's own timer (`generate --json`) and the
-head's sampler timer (`submit --json`: first to last token). Aggregate
-throughput counts every generated token of K simultaneous `submit`s over the
-wall time from the first start to the last answer (client start-up and
-prefill included, so it understates the ring); the sum of the sessions' own
+head's sampler timer (`submit --json`: first to last token). K sessions are
+K jobs from one client process (the Python SDK, released together); aggregate
+throughput counts every generated token over the wall time from the release
+to the last answer (prefill included, so it understates the ring); the sum of the sessions' own
 decode rates (head's timer) shows the decode throughput while they overlap;
 the aggregate decode rate (all decoded tokens over the longest session's
 decode time, a lower bound) is what the K-session figures use. The peer for
@@ -26,6 +26,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -75,17 +76,37 @@ def prompts_for(sessions):
     return [f"{PROMPT} (reader {i})" for i in range(sessions)]
 
 
-def aggregate(args, endpoint, sessions):
-    t0 = time.perf_counter()
-    with concurrent.futures.ThreadPoolExecutor(max_workers=sessions) as pool:
-        results = list(pool.map(lambda p: submit(args, endpoint, p), prompts_for(sessions)))
-    wall = time.perf_counter() - t0
-    tokens = sum(r["generated_tokens"] for r in results)
-    rates = [r["decode_tokens_per_s"] for r in results]
+def aggregate(args, cluster_dir, sessions):
+    """K sessions at once from one client process (the Python SDK, a thread per
+    session, all released together once connected), so that no client start-up
+    competes with the ring for the cores while it decodes: K `troupe submit`
+    processes would each load libtorch (~0.45 s of CPU) while the first
+    sessions already decode."""
+    sys.path.insert(0, str(ROOT / "clients" / "python" / "src"))
+    from troupe_client import Client
+    clients = [Client.from_cluster(cluster_dir) for _ in range(sessions)]
+    start = threading.Barrier(sessions + 1)
+
+    def one(i):
+        start.wait()
+        return clients[i].generate(prompts_for(sessions)[i], max_tokens=args.max_tokens, min_tokens=args.max_tokens)
+
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=sessions) as pool:
+            futures = [pool.submit(one, i) for i in range(sessions)]
+            start.wait()
+            t0 = time.perf_counter()
+            results = [f.result() for f in futures]
+            wall = time.perf_counter() - t0
+    finally:
+        for c in clients:
+            c.close()
+    tokens = sum(len(r.tokens) for r in results)
+    rates = [r.timings.decode_steps / r.timings.decode_seconds for r in results]
     # Decoded tokens over the longest session's decode time: the sessions'
     # decode windows overlap, so this understates the ring (never overstates).
-    decoded = sum(r["generated_tokens"] - 1 for r in results)
-    longest = max((r["generated_tokens"] - 1) / r["decode_tokens_per_s"] for r in results)
+    decoded = sum(r.timings.decode_steps for r in results)
+    longest = max(r.timings.decode_seconds for r in results)
     return tokens / wall, sum(rates), statistics.median(rates), decoded / longest
 
 
@@ -154,10 +175,10 @@ def main():
             report.update(per_token_us=per_token, compute_us_per_node=per_node, head_compute_share=head_share)
             print("\nconcurrent   aggregate tok/s      sum of per-session   median per-session   aggregate decode   "
                   "llama.cpp, one batch")
-            print("sessions    (wall, with start-up)   decode tok/s          decode tok/s         tok/s (ring)     "
+            print("sessions    (wall, with prefill)    decode tok/s          decode tok/s         tok/s (ring)     "
                   "of K sequences, tok/s")
             for k in args.sessions:
-                agg, total, per, decode = aggregate(args, endpoint, k)
+                agg, total, per, decode = aggregate(args, tmp, k)
                 peer = llama_batch(args, k) if not args.no_peer else None
                 peer_rate = peer["decode_tokens_per_s"] if peer else float("nan")
                 print(f"{k:8d}    {agg:19.1f}   {total:18.1f}   {per:18.1f}   {decode:16.1f}   {peer_rate:16.1f}",
