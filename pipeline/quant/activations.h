@@ -91,7 +91,7 @@ void QuantizeActRow(ActLayout layout, const float* x, int64_t cols, uint8_t* dst
 //   d     d of row 2k eight times, then d of row 2k + 1 eight times;
 //   corr  per ggml lane (values 4p..4p + 3 of the block, p < 8; lanes 8..15
 //         for row 2k + 1): 128 * their sum, the correction of a dot with
-//         (w XOR 0x80) (Q8_0).
+//         (w XOR 0x80) (Q8_0); an eighth of it corrects (w + 16) (Q5_0).
 // After the pairs, the s of each octet of rows (8o..8o + 7, zero past n) per
 // block: floats [(o * blocks + b) * 8 + j], j < 8, for Q4_1's min terms.
 // BuildActPairs fills ActPairsBytes(n, cols) bytes (64-byte aligned dst) from

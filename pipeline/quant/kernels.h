@@ -84,7 +84,7 @@ RowsKernel GetScalarKernel(GgmlType type);
 RowsKernel GetAvx2Kernel(GgmlType type);
 RowsKernel GetAvx512Kernel(GgmlType type);
 RowsKernel GetAvx512KQuantKernel(GgmlType type);  // Q4_K, Q6_K (kernels_avx512_k.cpp)
-// Q4_1 and Q8_0 for n >= kMinPairRows activation rows given as row pairs
+// Q4_1, Q5_0 and Q8_0 for n >= kMinPairRows activation rows given as row pairs
 // (MatmulArgs::xp; kernels_avx512_pairs.cpp); nullptr for other types.
 RowsKernel GetAvx512PairKernel(GgmlType type);
 constexpr int64_t kMinPairRows = 2;

@@ -1,5 +1,5 @@
-// AVX-512 kernels for several activation rows (n >= kMinPairRows) of Q4_1
-// and Q8_0 weights over row pairs (ActPairBlock, activations.h): one 512-bit
+// AVX-512 kernels for several activation rows (n >= kMinPairRows) of Q4_1,
+// Q5_0 and Q8_0 weights over row pairs (ActPairBlock, activations.h): one 512-bit
 // register holds the same block of two activation rows, so each VNNI dot,
 // conversion, scale multiply and FMA serves two outputs. The one-row kernels
 // (kernels_avx512.cpp) hold two blocks of one row instead and then spend a
@@ -82,6 +82,35 @@ struct Q8_0Pairs {
   static __m512 Dot(const Block& w, const ActPairBlock& x) {
     const __m512i raw = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.q, _mm512_load_si512(x.q));
     return _mm512_cvtepi32_ps(_mm512_sub_epi32(raw, _mm512_load_si512(x.corr)));
+  }
+};
+
+// Q5_0 block: fp16 d, 32 bits qh, 16 bytes of nibbles; value j is
+// (nibble j | qh bit j << 4) - 16. Used unsigned (without the - 16) and
+// corrected per lane by 16 * the sum of its four activations (corr / 8).
+struct Q5_0Pairs {
+  static constexpr bool kMins = false;
+  static constexpr int64_t kBlockBytes = 22;
+
+  struct Block {
+    __m512i q;
+    __m512 d;
+    __m256 m;  // unused
+  };
+  static Block Decode(const uint8_t* p) {
+    uint16_t h;
+    uint32_t qh;
+    std::memcpy(&h, p, sizeof h);
+    std::memcpy(&qh, p + 2, sizeof qh);
+    const __m512i raw = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 6)));
+    const __m512i nib = _mm512_and_si512(_mm512_mask_srli_epi16(raw, 0xFF00FF00u, raw, 4), _mm512_set1_epi8(0x0F));
+    const __mmask64 high = _cvtu64_mask64(qh | static_cast<uint64_t>(qh) << 32);
+    return {_mm512_mask_add_epi8(nib, high, nib, _mm512_set1_epi8(16)), _mm512_set1_ps(_cvtsh_ss(h)),
+            _mm256_setzero_ps()};
+  }
+  static __m512 Dot(const Block& w, const ActPairBlock& x) {
+    const __m512i raw = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.q, _mm512_load_si512(x.q));
+    return _mm512_cvtepi32_ps(_mm512_sub_epi32(raw, _mm512_srai_epi32(_mm512_load_si512(x.corr), 3)));
   }
 };
 
@@ -175,6 +204,7 @@ void PairRows(const MatmulArgs& a, int64_t r0, int64_t r1) {
 RowsKernel GetAvx512PairKernel(GgmlType type) {
   switch (type) {
     case GgmlType::Q4_1: return PairRows<Q4_1Pairs>;
+    case GgmlType::Q5_0: return PairRows<Q5_0Pairs>;
     case GgmlType::Q8_0: return PairRows<Q8_0Pairs>;
     default: return nullptr;
   }
