@@ -273,6 +273,37 @@ TEST(GgmlOps, GeluMulFollowsGgmlGeglu) {
   }
 }
 
+// The 16-wide GeluMul gives the scalar rule's bits for every input: each fp16
+// value, random floats between them (the rounding to fp16), the edges ±10,
+// infinities and NaNs, at every offset of a 16-lane vector.
+TEST(GgmlOps, GeluMulVectorMatchesTheScalarRuleBitForBit) {
+  std::vector<float> gate;
+  for (uint32_t h = 0; h < (1u << 16); ++h) gate.push_back(Fp16ToFp32(static_cast<uint16_t>(h)));
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> wide(-12.0f, 12.0f);
+  for (int i = 0; i < 100000; ++i) gate.push_back(wide(rng));
+  for (float v : {10.0f, -10.0f, std::nextafter(10.0f, 0.0f), std::nextafter(-10.0f, 0.0f), INFINITY, -INFINITY, NAN,
+                  -NAN, 0.0f, -0.0f}) {
+    gate.push_back(v);
+  }
+  gate.push_back(1.0f);  // a scalar tail
+  std::normal_distribution<float> nd(0.0f, 3.0f);
+  std::vector<float> up(gate.size());
+  for (float& u : up) u = nd(rng);
+  for (size_t offset : {size_t{0}, size_t{5}}) {
+    std::vector<float> x(gate.begin() + static_cast<std::ptrdiff_t>(offset), gate.end());
+    GeluMul(x.data(), up.data() + offset, static_cast<int64_t>(x.size()));
+    int differ = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const float g = gate[offset + i], u = up[offset + i];
+      const float want = g <= -10.0f ? 0.0f : g >= 10.0f ? g * u : Fp16ToFp32(GeluTable()[Fp32ToFp16(g)]) * u;
+      const bool same = std::isnan(want) ? std::isnan(x[i]) : std::memcmp(&want, &x[i], sizeof want) == 0;
+      if (!same && ++differ <= 5) ADD_FAILURE() << "gate " << g << " up " << u << ": " << x[i] << " vs " << want;
+    }
+    EXPECT_EQ(differ, 0) << "of " << x.size() << " at offset " << offset;
+  }
+}
+
 // Sliding-window attention (Gemma): keys before the window count for nothing,
 // whatever they hold; a window of one returns the current value row; a window
 // wider than the history changes nothing.
