@@ -5,7 +5,7 @@
 // machine is oversubscribed (several shard processes on one host, a CAF
 // scheduler, a second engine) a 2-thread region then runs orders of magnitude
 // slower (measured here: 1.8 vs 138 tokens/s). These workers spin briefly
-// (a few tens of microseconds, yielding the core while they do), then sleep on
+// (some microseconds, yielding the core while they do), then sleep on
 // a condition variable, so back-to-back kernels stay hot and an idle or
 // crowded process does not burn cores.
 //
