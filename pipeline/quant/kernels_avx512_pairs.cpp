@@ -114,29 +114,25 @@ struct Q5_0Pairs {
   }
 };
 
-// Outputs y[2 (p0 + j) + h, r + i] for i < R, j < P, h < 2 (rows < n only).
-// p0 is a multiple of 4: pairs p0 + 4q.. take the min terms of octet p0 / 4 + q.
+// Outputs y[2 (p0 + j) + h, r + i] for i < R, j < P <= 4, h < 2 (rows < n
+// only). p0 is a multiple of 4, so the P pairs' min terms are octet p0 / 4.
 template <class K, int R, int P>
 void PairTile(const MatmulArgs& a, int64_t r, int64_t p0) {
-  constexpr int kOctets = (P + 3) / 4;
+  static_assert(P >= 1 && P <= 4, "a tile's pairs share one octet of min terms");
   const int64_t blocks = a.cols / 32;
   const ActPairBlock* xp = reinterpret_cast<const ActPairBlock*>(a.xp) + p0 * blocks;
   const float* s8 = reinterpret_cast<const float*>(a.xp) + ActPairsOctetOffset(a.n, a.cols) + (p0 / 4) * blocks * 8;
   __m512 acc[R][P];
-  __m256 summs[R][kOctets];
+  __m256 summs[R];
   for (int i = 0; i < R; ++i) {
-    for (int o = 0; o < kOctets; ++o) summs[i][o] = _mm256_setzero_ps();
+    summs[i] = _mm256_setzero_ps();
     for (int j = 0; j < P; ++j) acc[i][j] = _mm512_setzero_ps();
   }
   const uint8_t* row0 = a.w + r * a.row_bytes;
   for (int64_t b = 0; b < blocks; ++b) {
     for (int i = 0; i < R; ++i) {
       const typename K::Block w = K::Decode(row0 + i * a.row_bytes + b * K::kBlockBytes);
-      if constexpr (K::kMins) {
-        for (int o = 0; o < kOctets; ++o) {
-          summs[i][o] = _mm256_fmadd_ps(w.m, _mm256_load_ps(s8 + (o * blocks + b) * 8), summs[i][o]);
-        }
-      }
+      if constexpr (K::kMins) summs[i] = _mm256_fmadd_ps(w.m, _mm256_load_ps(s8 + b * 8), summs[i]);
       for (int j = 0; j < P; ++j) {
         const ActPairBlock& x = xp[j * blocks + b];
         acc[i][j] = _mm512_fmadd_ps(_mm512_mul_ps(w.d, _mm512_load_ps(x.d)), K::Dot(w, x), acc[i][j]);
@@ -144,8 +140,8 @@ void PairTile(const MatmulArgs& a, int64_t r, int64_t p0) {
     }
   }
   for (int i = 0; i < R; ++i) {
-    alignas(32) float s[kOctets * 8];
-    for (int o = 0; o < kOctets; ++o) _mm256_store_ps(s + 8 * o, summs[i][o]);
+    alignas(32) float s[8];
+    _mm256_store_ps(s, summs[i]);
     for (int j = 0; j < P; ++j) {
       for (int h = 0; h < 2; ++h) {
         const int64_t t = 2 * (p0 + j) + h;
@@ -157,18 +153,11 @@ void PairTile(const MatmulArgs& a, int64_t r, int64_t p0) {
   }
 }
 
-// Pairs [p0, p1) for weight rows [r, r + R): tiles of kP pairs, then the rest.
-template <class K, int R, int kP>
+// Pairs [p0, p1) for weight rows [r, r + R): tiles of 4 pairs, then the rest.
+template <class K, int R>
 void PairRun(const MatmulArgs& a, int64_t r, int64_t p0, int64_t p1) {
   int64_t p = p0;
-  for (; p + kP <= p1; p += kP) PairTile<K, R, kP>(a, r, p);
-  if (p == p1) return;
-  if constexpr (kP > 4) {
-    if (p + 4 <= p1) {
-      PairTile<K, R, 4>(a, r, p);
-      p += 4;
-    }
-  }
+  for (; p + 4 <= p1; p += 4) PairTile<K, R, 4>(a, r, p);
   switch (p1 - p) {
     case 3: return PairTile<K, R, 3>(a, r, p);
     case 2: return PairTile<K, R, 2>(a, r, p);
@@ -178,16 +167,17 @@ void PairRun(const MatmulArgs& a, int64_t r, int64_t p0, int64_t p1) {
 }
 
 // Chunks of kChunkPairs pairs; in each, weight rows R at a time.
-template <class K, int R, int kP>
+template <class K, int R>
 void PairRowsR(const MatmulArgs& a, int64_t r0, int64_t r1) {
   const int64_t pairs = (a.n + 1) / 2;
   for (int64_t c0 = 0; c0 < pairs; c0 += kChunkPairs) {
     const int64_t c1 = std::min(pairs, c0 + kChunkPairs);
     int64_t r = r0;
-    for (; r + R <= r1; r += R) PairRun<K, R, kP>(a, r, c0, c1);
-    for (; r < r1; ++r) PairRun<K, 1, kP>(a, r, c0, c1);
+    for (; r + R <= r1; r += R) PairRun<K, R>(a, r, c0, c1);
+    for (; r < r1; ++r) PairRun<K, 1>(a, r, c0, c1);
   }
 }
+
 // One weight row at a time up to kStreamPairs pairs, so the weights stream
 // front to back as the hardware prefetcher likes (a decode batch reads them
 // from DRAM: 4 interleaved rows were ~20 % slower at 16 rows); above that
@@ -195,8 +185,8 @@ void PairRowsR(const MatmulArgs& a, int64_t r0, int64_t r1) {
 template <class K>
 void PairRows(const MatmulArgs& a, int64_t r0, int64_t r1) {
   constexpr int64_t kStreamPairs = 16;
-  if ((a.n + 1) / 2 <= kStreamPairs) return PairRowsR<K, 1, 4>(a, r0, r1);
-  return PairRowsR<K, 4, 4>(a, r0, r1);
+  if ((a.n + 1) / 2 <= kStreamPairs) return PairRowsR<K, 1>(a, r0, r1);
+  return PairRowsR<K, 4>(a, r0, r1);
 }
 
 }  // namespace
