@@ -4,8 +4,9 @@
 // bytes streamed per second, twice: "dram" rotates through enough copies of
 // the matrix to defeat the 32 MB L3 (what a real model sees: ~98 MB of
 // weights per token), "hot" repeats one copy (cache-resident: the kernel's
-// compute ceiling). Prefill (64 rows) is compute-bound and reported in
-// GFLOP/s. The last lines run every linear layer of the model once per
+// compute ceiling). Several rows (--batch, 64 by default: a prefill; 4-16:
+// a ring's decode batch) are compute-bound and reported in GFLOP/s, from
+// one cache-resident copy. The last lines run every linear layer of the model once per
 // "token", as the engine would (q/k/v and gate/up as shared-input calls).
 //
 // Every figure is the median of --runs timing runs. Wall-clock times are
