@@ -85,11 +85,12 @@ def aggregate(args, cluster_dir, sessions):
     sys.path.insert(0, str(ROOT / "clients" / "python" / "src"))
     from troupe_client import Client
     clients = [Client.from_cluster(cluster_dir) for _ in range(sessions)]
+    prompts = prompts_for(sessions)
     start = threading.Barrier(sessions + 1)
 
     def one(i):
         start.wait()
-        return clients[i].generate(prompts_for(sessions)[i], max_tokens=args.max_tokens, min_tokens=args.max_tokens)
+        return clients[i].generate(prompts[i], max_tokens=args.max_tokens, min_tokens=args.max_tokens)
 
     try:
         with concurrent.futures.ThreadPoolExecutor(max_workers=sessions) as pool:

@@ -38,51 +38,61 @@ namespace {
 
 constexpr int64_t kChunkPairs = 16;
 
-// Q4_1 block: fp16 d, fp16 m, 16 bytes of nibbles (value j low, 16 + j high).
+// One decoded weight block, as every pair kernel's tile uses it.
+struct WeightBlock {
+  __m512i q;  // the 32 values as unsigned bytes, in both 256-bit halves
+  __m512 d;   // fp16(d_w), broadcast
+  __m256 m;   // Q4_1: fp16(m_w), broadcast; unused otherwise
+};
+
+// 16 bytes of nibbles as [low nibbles | high nibbles] (values 0..15, 16..31)
+// in both 256-bit halves.
+inline __m512i Nibbles(const uint8_t* qs) {
+  const __m512i raw = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+  return _mm512_and_si512(_mm512_mask_srli_epi16(raw, 0xFF00FF00u, raw, 4), _mm512_set1_epi8(0x0F));
+}
+
+// The eight lane sums of the unsigned weights with each row of the pair,
+// less the pair's per-lane correction divided by 2^kShift (none for kShift < 0).
+template <int kShift>
+inline __m512 LaneSums(const WeightBlock& w, const ActPairBlock& x) {
+  __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.q, _mm512_load_si512(x.q));
+  if constexpr (kShift >= 0) {
+    sums = _mm512_sub_epi32(sums, _mm512_srai_epi32(_mm512_load_si512(x.corr), kShift));
+  }
+  return _mm512_cvtepi32_ps(sums);
+}
+
+inline float HalfAt(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, sizeof h);
+  return _cvtsh_ss(h);
+}
+
+// Q4_1 block: fp16 d, fp16 m, 16 bytes of nibbles; value j is the nibble.
 struct Q4_1Pairs {
   static constexpr bool kMins = true;
   static constexpr int64_t kBlockBytes = 20;
-
-  struct Block {
-    __m512i q;  // [low nibbles | high nibbles] of the block, in both 256-bit halves
-    __m512 d;   // fp16(d_w), broadcast
-    __m256 m;   // fp16(m_w), broadcast
-  };
-  static Block Decode(const uint8_t* p) {
+  static WeightBlock Decode(const uint8_t* p) {
     uint32_t dm;
     std::memcpy(&dm, p, sizeof dm);
     const __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(dm)));
-    const __m512i raw = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 4)));
-    const __m512i q = _mm512_and_si512(_mm512_mask_srli_epi16(raw, 0xFF00FF00u, raw, 4), _mm512_set1_epi8(0x0F));
-    return {q, _mm512_broadcastss_ps(f), _mm256_broadcastss_ps(_mm_movehdup_ps(f))};
+    return {Nibbles(p + 4), _mm512_broadcastss_ps(f), _mm256_broadcastss_ps(_mm_movehdup_ps(f))};
   }
-  static __m512 Dot(const Block& w, const ActPairBlock& x) {
-    return _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w.q, _mm512_load_si512(x.q)));
-  }
+  static __m512 Dot(const WeightBlock& w, const ActPairBlock& x) { return LaneSums<-1>(w, x); }
 };
 
 // Q8_0 block: fp16 d, 32 signed bytes, used as (w XOR 0x80) unsigned and
-// corrected per lane by the pair's corr.
+// corrected per lane by the pair's corr (128 * the sum of four activations).
 struct Q8_0Pairs {
   static constexpr bool kMins = false;
   static constexpr int64_t kBlockBytes = 34;
-
-  struct Block {
-    __m512i q;
-    __m512 d;
-    __m256 m;  // unused
-  };
-  static Block Decode(const uint8_t* p) {
-    uint16_t h;
-    std::memcpy(&h, p, sizeof h);
+  static WeightBlock Decode(const uint8_t* p) {
     const __m512i raw = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2)));
-    return {_mm512_xor_si512(raw, _mm512_set1_epi8(static_cast<char>(0x80))), _mm512_set1_ps(_cvtsh_ss(h)),
+    return {_mm512_xor_si512(raw, _mm512_set1_epi8(static_cast<char>(0x80))), _mm512_set1_ps(HalfAt(p)),
             _mm256_setzero_ps()};
   }
-  static __m512 Dot(const Block& w, const ActPairBlock& x) {
-    const __m512i raw = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.q, _mm512_load_si512(x.q));
-    return _mm512_cvtepi32_ps(_mm512_sub_epi32(raw, _mm512_load_si512(x.corr)));
-  }
+  static __m512 Dot(const WeightBlock& w, const ActPairBlock& x) { return LaneSums<0>(w, x); }
 };
 
 // Q5_0 block: fp16 d, 32 bits qh, 16 bytes of nibbles; value j is
@@ -91,27 +101,14 @@ struct Q8_0Pairs {
 struct Q5_0Pairs {
   static constexpr bool kMins = false;
   static constexpr int64_t kBlockBytes = 22;
-
-  struct Block {
-    __m512i q;
-    __m512 d;
-    __m256 m;  // unused
-  };
-  static Block Decode(const uint8_t* p) {
-    uint16_t h;
+  static WeightBlock Decode(const uint8_t* p) {
     uint32_t qh;
-    std::memcpy(&h, p, sizeof h);
     std::memcpy(&qh, p + 2, sizeof qh);
-    const __m512i raw = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 6)));
-    const __m512i nib = _mm512_and_si512(_mm512_mask_srli_epi16(raw, 0xFF00FF00u, raw, 4), _mm512_set1_epi8(0x0F));
+    const __m512i nib = Nibbles(p + 6);
     const __mmask64 high = _cvtu64_mask64(qh | static_cast<uint64_t>(qh) << 32);
-    return {_mm512_mask_add_epi8(nib, high, nib, _mm512_set1_epi8(16)), _mm512_set1_ps(_cvtsh_ss(h)),
-            _mm256_setzero_ps()};
+    return {_mm512_mask_add_epi8(nib, high, nib, _mm512_set1_epi8(16)), _mm512_set1_ps(HalfAt(p)), _mm256_setzero_ps()};
   }
-  static __m512 Dot(const Block& w, const ActPairBlock& x) {
-    const __m512i raw = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.q, _mm512_load_si512(x.q));
-    return _mm512_cvtepi32_ps(_mm512_sub_epi32(raw, _mm512_srai_epi32(_mm512_load_si512(x.corr), 3)));
-  }
+  static __m512 Dot(const WeightBlock& w, const ActPairBlock& x) { return LaneSums<3>(w, x); }
 };
 
 // Outputs y[2 (p0 + j) + h, r + i] for i < R, j < P <= 4, h < 2 (rows < n
@@ -131,7 +128,7 @@ void PairTile(const MatmulArgs& a, int64_t r, int64_t p0) {
   const uint8_t* row0 = a.w + r * a.row_bytes;
   for (int64_t b = 0; b < blocks; ++b) {
     for (int i = 0; i < R; ++i) {
-      const typename K::Block w = K::Decode(row0 + i * a.row_bytes + b * K::kBlockBytes);
+      const WeightBlock w = K::Decode(row0 + i * a.row_bytes + b * K::kBlockBytes);
       if constexpr (K::kMins) summs[i] = _mm256_fmadd_ps(w.m, _mm256_load_ps(s8 + b * 8), summs[i]);
       for (int j = 0; j < P; ++j) {
         const ActPairBlock& x = xp[j * blocks + b];
