@@ -64,6 +64,10 @@ class EmbeddingActor : public StageActor {
       // A chunk before the last ends at the shards, unless every row's logits are wanted.
       *next.mutable_rest_of_route() = end == n || s.all_logits() ? s.rest_of_route() : shards_only;
       next.set_all_logits(s.all_logits());
+      if (n <= kPrefillChunk) {  // one step out for one in: it stays in its burst
+        next.set_burst_id(s.burst_id());
+        next.set_burst_size(s.burst_size());
+      }
       next.set_shadow_of(s.shadow_of());              // a spot check's shadow stays one
       *next.mutable_parent_rows() = s.parent_rows();  // a beam step: one token per row (never chunked)
       StampHop(s, next, *ctx_, v1::STAGE_EMBEDDING, begin == 0 ? m.arrived_ns : compute_begin, compute_begin,

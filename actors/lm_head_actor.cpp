@@ -29,6 +29,7 @@ class LmHeadActor : public StageActor {
     return {
         [this](StepMessage& m) { OnStep(m); },
         [this](flush_atom) { RunBatch(); },
+        BurstHandler(),
         StartHandler(),
         RetryHandler(),
     };
@@ -49,11 +50,9 @@ class LmHeadActor : public StageActor {
                            m.request_id);
     }
     if (m.step.shadow_of() != 0) return OnShadowStep(m);
+    Hold(m.step);
     pending_.push_back(std::move(m));
-    if (!flush_scheduled_) {
-      flush_scheduled_ = true;
-      send(this, flush_atom::value);
-    }
+    ScheduleFlush();
   }
 
   // A spot check's shadow: only the digest of its last row goes on.
@@ -73,16 +72,16 @@ class LmHeadActor : public StageActor {
   }
 
   void RunBatch() {
-    flush_scheduled_ = false;
+    FlushStarted();
     std::vector<StepMessage> batch;
     const size_t max_sessions = ctx_->config.max_batch_sessions > 0 ? ctx_->config.max_batch_sessions : pending_.size();
     const size_t take = std::min(max_sessions, pending_.size());
-    for (size_t i = 0; i < take; ++i) batch.push_back(std::move(pending_[i]));
-    pending_.erase(pending_.begin(), pending_.begin() + take);
-    if (!pending_.empty()) {
-      flush_scheduled_ = true;
-      send(this, flush_atom::value);
+    for (size_t i = 0; i < take; ++i) {
+      Release(pending_[i].step);
+      batch.push_back(std::move(pending_[i]));
     }
+    pending_.erase(pending_.begin(), pending_.begin() + take);
+    ScheduleFlush();
     if (batch.empty()) return;
     // Rows each step gets logits for: every row of a beam step (one per
     // beam, Step.parent_rows), else the last position's.
@@ -119,11 +118,12 @@ class LmHeadActor : public StageActor {
     ctx_->counters.batches_total++;
     ctx_->counters.batch_rows_total += static_cast<uint64_t>(n_logit_rows);
     if (batch.size() > ctx_->counters.max_batch_sessions) ctx_->counters.max_batch_sessions = batch.size();
-    int64_t r0 = 0;
+    std::vector<v1::Step> nexts;
+    std::vector<int64_t> ks;
     for (size_t i = 0; i < batch.size(); ++i) {
       StepMessage& m = batch[i];
       const int64_t n = m.tensor.size(0);
-      const int64_t k = logit_rows(m);
+      ks.push_back(logit_rows(m));
       v1::Step next = std::move(m.step);
       next.set_hidden_digest(LastRowDigest(m.tensor));
       if (next.parent_rows_size() == 0 && !next.all_logits()) {
@@ -132,18 +132,28 @@ class LmHeadActor : public StageActor {
       }
       next.clear_hop();
       next.clear_tensor();
+      next.clear_burst_id();
+      next.clear_burst_size();
       StampHop(next, next, *ctx_, v1::STAGE_LM_HEAD, m.arrived_ns, compute_begin, compute_end);
-      const uint64_t id = next.session_id();
+      nexts.push_back(std::move(next));
+    }
+    // The sampler keeps the burst together (and regroups it by next node).
+    std::vector<v1::Step*> burst;
+    for (v1::Step& s : nexts) burst.push_back(&s);
+    scheduling::TagBursts(burst, NewBurstId());
+    int64_t r0 = 0;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const int64_t k = ks[i];
+      const uint64_t id = nexts[i].session_id();
       at::Tensor row = batch.size() == 1 ? *logits : logits->slice(0, r0, r0 + k);
       r0 += k;
-      Status st = sender_.ForwardStep(std::move(next), std::move(row));
-      if (!st.ok()) ReportFailure(id, v1::UNAVAILABLE, "LM head cannot forward: " + st.ToString(), m.from);
+      Status st = sender_.ForwardStep(std::move(nexts[i]), std::move(row));
+      if (!st.ok()) ReportFailure(id, v1::UNAVAILABLE, "LM head cannot forward: " + st.ToString(), batch[i].from);
     }
     ScheduleRetry();
   }
 
-  std::vector<StepMessage> pending_;
-  bool flush_scheduled_ = false;
+  std::vector<StepMessage> pending_;  // held behind gate_
 };
 
 }  // namespace

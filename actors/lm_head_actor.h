@@ -5,7 +5,8 @@
 //                 only the last row): queued for the next batch
 //   flush_atom    one LmHead::Forward over the last row of every queued step;
 //                 each session's logits [1, vocab] go to the next hop (the
-//                 sampler)
+//                 sampler), tagged as one burst
+//   burst_atom    a wait for the rest of a burst is over
 //   retry_atom    resend what backpressure held back
 //
 // Every step it hands on carries Step.hidden_digest: the digest of the last
@@ -13,7 +14,8 @@
 // (Step.shadow_of) gets only that: no logits, no batch, no tensor.
 //
 // Batching as in the shard: a flush sent to self lands behind the steps that
-// arrived meanwhile. Failures go to the scheduler as SessionFailed.
+// arrived meanwhile, and waits for the rest of a burst. Failures go to the
+// scheduler as SessionFailed.
 #pragma once
 
 #include <caf/fwd.hpp>

@@ -49,6 +49,7 @@ using Clock = std::chrono::steady_clock;
 using start_atom = caf::atom_constant<caf::atom("start")>;
 // Timers an actor sends itself.
 using flush_atom = caf::atom_constant<caf::atom("flush")>;  // run the batch collected so far
+using burst_atom = caf::atom_constant<caf::atom("burst")>;  // a wait for the rest of a burst is over
 using tick_atom = caf::atom_constant<caf::atom("tick")>;    // periodic housekeeping
 using retry_atom = caf::atom_constant<caf::atom("retry")>;  // resend what backpressure held back
 // Node -> the head's scheduler on SIGTERM: take no new job, let the running ones finish.

@@ -72,7 +72,8 @@ class SamplerActor : public StageActor {
         },
         [this](SessionMove& m) { OnMove(m); },
         [this](const SessionResume& r) { OnResume(r.session_id); },
-        [this](StepMessage& m) { OnLogits(m); },
+        [this](StepMessage& m) { OnBurstMember(m); },
+        [this](burst_atom) { ReleaseBursts(/*all_late=*/true); },
         [this](tick_atom) {
           CheckProgress();
           delayed_send(this, kTick, tick_atom::value);
@@ -161,6 +162,59 @@ class SamplerActor : public StageActor {
     ScheduleRetry();
   }
 
+  // Logits that came in a burst (the LM head's batch: v1::Step burst_id) are
+  // sampled one by one as ever, but the next steps they make are held until
+  // the burst's last member is sampled (they are all in the mailbox by
+  // then), and leave together, tagged as bursts again, one per next node:
+  // the first shard then computes them as one batch. A member that never
+  // comes (a failure) holds the others burst_wait_ms at most.
+  void OnBurstMember(StepMessage& m) {
+    const uint64_t burst = m.step.burst_id();
+    const uint32_t size = m.step.burst_size();
+    if (burst == 0 || size < 2 || ctx_->config.burst_wait_ms <= 0) return OnLogits(m);
+    auto [it, fresh] = held_.try_emplace(burst);
+    if (fresh) {
+      it->second.size = size;
+      it->second.first = Clock::now();
+      delayed_send(this, BurstWait(), burst_atom::value);
+    }
+    collecting_ = burst;
+    OnLogits(m);
+    collecting_ = 0;
+    if (++it->second.seen >= it->second.size) ReleaseBursts(/*all_late=*/false);
+  }
+
+  Clock::duration BurstWait() const {
+    return std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double, std::milli>(ctx_->config.burst_wait_ms));
+  }
+
+  // Sends the held steps of every complete burst (and, with `all_late`, of
+  // every burst held burst_wait_ms or more).
+  void ReleaseBursts(bool all_late) {
+    const auto now = Clock::now();
+    for (auto it = held_.begin(); it != held_.end();) {
+      HeldBurst& b = it->second;
+      if (b.seen < b.size && !(all_late && now >= b.first + BurstWait())) {
+        ++it;
+        continue;
+      }
+      std::vector<v1::Step> steps = std::move(b.steps);
+      it = held_.erase(it);
+      std::vector<v1::Step*> burst;
+      for (v1::Step& s : steps) {
+        if (sessions_.count(s.session_id())) burst.push_back(&s);  // not dropped meanwhile
+      }
+      scheduling::TagBursts(burst, NewBurstId(), /*hop=*/1);  // grouped by first shard: the embedding keeps tags
+      for (v1::Step* s : burst) {
+        const uint64_t id = s->session_id();
+        Status st = sender_.ForwardStep(std::move(*s), at::Tensor());
+        if (!st.ok()) Fail(id, v1::UNAVAILABLE, "sampler cannot forward: " + st.ToString());
+      }
+    }
+    ScheduleRetry();
+  }
+
   void OnLogits(StepMessage& m) {
     if (m.step.shadow_of() != 0) return OnShadowDigest(m);
     const uint64_t id = m.step.session_id();
@@ -216,8 +270,11 @@ class SamplerActor : public StageActor {
       next.set_token_count(1);
       next.add_token_ids(ev.id);
       for (const v1::RouteHop& hop : s.start.route) *next.add_rest_of_route() = hop;
-      Status st = sender_.ForwardStep(std::move(next), at::Tensor());
-      if (!st.ok()) return Fail(id, v1::UNAVAILABLE, "sampler cannot forward: " + st.ToString());
+      if (collecting_ != 0) {  // leaves with the rest of its burst (OnBurstMember)
+        held_[collecting_].steps.push_back(std::move(next));
+      } else if (Status st = sender_.ForwardStep(std::move(next), at::Tensor()); !st.ok()) {
+        return Fail(id, v1::UNAVAILABLE, "sampler cannot forward: " + st.ToString());
+      }
       if (s.shadow) {  // the same step for the spot check's shadow
         v1::Step copy;
         copy.set_session_id(s.shadow->id);
@@ -509,6 +566,14 @@ class SamplerActor : public StageActor {
   }
 
   std::map<uint64_t, SamplerSession> sessions_;
+  // Next steps held until their burst is sampled (OnBurstMember), by burst id.
+  struct HeldBurst {
+    uint32_t size = 0, seen = 0;
+    Clock::time_point first;
+    std::vector<v1::Step> steps;
+  };
+  std::map<uint64_t, HeldBurst> held_;
+  uint64_t collecting_ = 0;  // the burst whose member OnLogits is sampling now
 };
 
 }  // namespace

@@ -9,7 +9,10 @@
 //                  send Token to the client; unless finished, send the token
 //                  to the embedding (next step round the ring); when
 //                  finished, send Finish to the client and SessionDone to the
-//                  scheduler
+//                  scheduler. Logits that came in a burst (the LM head's
+//                  batch) hold their next steps until the burst's last
+//                  member is sampled; they then leave together, one burst
+//                  per first shard (burst_atom: burst_wait_ms at most)
 //                  Beam search (SamplingParams.num_beams > 1): logits
 //                  [rows, vocab] of every beam row go to the session's
 //                  BeamSearch; the next step carries one token per row and

@@ -52,6 +52,7 @@ class ShardActor : public StageActor {
         [this](WireMessage& m) { OnWire(m); },
         [this](StepMessage& m) { OnStep(m); },
         [this](flush_atom) { RunBatch(); },
+        BurstHandler(),
         [this](tick_atom) {
           CloseIdle();
           Announce();
@@ -321,11 +322,9 @@ class ShardActor : public StageActor {
       return Refuse(m, v1::UNKNOWN_SESSION,
                     "shard '" + ctx_->node_id + "' has no session " + std::to_string(s.session_id()));
     }
+    Hold(m.step);
     pending_.push_back(std::move(m));
-    if (!flush_scheduled_) {
-      flush_scheduled_ = true;
-      send(this, flush_atom::value);
-    }
+    ScheduleFlush();
   }
 
   // An error about a step: to the session's opener when known, else back to the sender.
@@ -343,7 +342,7 @@ class ShardActor : public StageActor {
   }
 
   void RunBatch() {
-    flush_scheduled_ = false;
+    FlushStarted();
     std::vector<StepMessage> batch;
     std::vector<SessionRows> rows;
     std::set<uint64_t> in_batch;
@@ -360,6 +359,7 @@ class ShardActor : public StageActor {
         later.push_back(std::move(m));
         continue;
       }
+      Release(m.step);  // computed now, or refused below
       auto it = sessions_.find(id);
       if (it == sessions_.end() || it->second.parked) {  // closed while the step waited
         Refuse(m, v1::UNKNOWN_SESSION, "shard '" + ctx_->node_id + "' has no session " + std::to_string(id));
@@ -401,10 +401,7 @@ class ShardActor : public StageActor {
     pending_ = std::move(later);
     if (!batch.empty()) Run(batch, rows, n_rows);
     if (pending_.empty()) ThreadPool::Global().Park();  // nothing to compute until the next step arrives
-    if (!pending_.empty() && !flush_scheduled_) {
-      flush_scheduled_ = true;
-      send(this, flush_atom::value);
-    }
+    ScheduleFlush();
   }
 
   // A beam step (Step.parent_rows): reorders the session's row caches by
@@ -475,6 +472,8 @@ class ShardActor : public StageActor {
     ctx_->counters.batches_total++;
     ctx_->counters.batch_rows_total += n_rows;
     if (batch.size() > ctx_->counters.max_batch_sessions) ctx_->counters.max_batch_sessions = batch.size();
+    std::vector<v1::Step> nexts;
+    std::vector<at::Tensor> outs;
     int64_t r0 = 0;
     for (StepMessage& m : batch) {
       const int64_t t = m.step.token_count();
@@ -490,11 +489,20 @@ class ShardActor : public StageActor {
       }
       next.clear_hop();
       next.clear_tensor();
+      next.clear_burst_id();
+      next.clear_burst_size();
       StampHop(next, next, *ctx_, v1::STAGE_SHARD, m.arrived_ns, compute_begin, compute_end);
-      const uint64_t id = next.session_id();
+      nexts.push_back(std::move(next));
+      outs.push_back(std::move(out));
+    }
+    std::vector<v1::Step*> burst;
+    for (v1::Step& s : nexts) burst.push_back(&s);
+    scheduling::TagBursts(burst, NewBurstId());
+    for (size_t i = 0; i < nexts.size(); ++i) {
+      const uint64_t id = nexts[i].session_id();
       Status sent;
       try {
-        sent = sender_.ForwardStep(std::move(next), out);
+        sent = sender_.ForwardStep(std::move(nexts[i]), std::move(outs[i]));
       } catch (const std::exception& e) {
         sent = Status::Internal(e.what());
       }
@@ -510,8 +518,7 @@ class ShardActor : public StageActor {
   size_t parked_sessions_ = 0;
   static constexpr uint64_t kNoIncarnation = ~uint64_t{0};
   uint64_t incarnation_ = kNoIncarnation;  // of the head whose sessions this shard holds
-  std::deque<StepMessage> pending_;
-  bool flush_scheduled_ = false;
+  std::deque<StepMessage> pending_;        // held behind gate_
 };
 
 }  // namespace

@@ -14,14 +14,18 @@
 //                                 session's next positions: queued for the
 //                                 next batch
 //   flush_atom                    run the steps queued so far as one batch
+//   burst_atom                    a wait for the rest of a burst is over
 //   tick_atom                     close idle sessions; announce to the head
 //   retry_atom                    resend what backpressure held back
 //
 // Batching: a step is queued and, if none is pending, a flush is sent to self;
 // it lands behind every message already in the mailbox, so all steps that
 // arrived meanwhile form one batch — one Decoder::Forward over all their rows
-// (at most one step per session; later ones wait for the next batch). Each
-// output goes straight to the next hop named in the step (the last shard
+// (at most one step per session; later ones wait for the next batch). While
+// only part of a burst is queued (Step.burst_id: the steps one batch of the
+// previous stage sent here), the flush waits for the rest, burst_wait_ms at
+// most (scheduling/burst_gate.h). Each output goes straight to the next hop
+// named in the step, those to one node tagged as one burst (the last shard
 // sends only the last row to the LM head; a step whose route ends here — a
 // prefill chunk that needs no logits — stops here).
 //

@@ -4,26 +4,34 @@
 //
 // A subclass adds StartHandler() and RetryHandler() to its behavior, calls Sent(status) after
 // sending (to count failures and arm the timer) and releases its sender in
-// on_exit (StageActor::on_exit does it).
+// on_exit (StageActor::on_exit does it). A stage that batches steps holds
+// them behind its `gate_` (scheduling/burst_gate.h) and tags the steps each
+// batch sends on with NewBurstId().
 #pragma once
 
 #include <caf/all.hpp>
 
 #include <chrono>
 #include <memory>
+#include <random>
 
 #include "actors/hop_timing.h"
 #include "actors/local_messages.h"
 #include "actors/node_context.h"
 #include "actors/sender.h"
 #include "messages/envelope_codec.h"
+#include "scheduling/burst_gate.h"
 
 namespace troupe::actors {
 
 class StageActor : public caf::event_based_actor {
  public:
   StageActor(caf::actor_config& cfg, std::shared_ptr<NodeContext> ctx)
-      : caf::event_based_actor(cfg), ctx_(ctx), sender_(ctx) {}
+      : caf::event_based_actor(cfg),
+        ctx_(ctx),
+        sender_(ctx),
+        gate_(std::chrono::duration_cast<scheduling::BurstGate::Clock::duration>(
+            std::chrono::duration<double, std::milli>(ctx->config.burst_wait_ms))) {}
 
   void on_exit() override { sender_.Close(); }
 
@@ -67,11 +75,45 @@ class StageActor : public caf::event_based_actor {
     Sent(sender_.Reply(from, ErrorEnvelope(code, text, ctx_->node_id, session_id, request_id)));
   }
 
+  // A fresh burst id (never 0) for the steps one batch sends on. Random: a
+  // receiver tells bursts apart by id alone, whichever stage sent them.
+  uint64_t NewBurstId() { return burst_ids_() | 1; }
+
+  // Batching stages hold the steps they take in behind gate_: Hold() each
+  // one, Release() each one computed or dropped, ScheduleFlush() after
+  // either. flush_atom then comes when the held steps should be computed —
+  // at once, or when the gate stops waiting for the rest of a burst
+  // (BurstHandler() in the behavior) — once until the flush handler calls
+  // FlushStarted().
+  void Hold(const v1::Step& s) { gate_.Arrived(s.burst_id(), s.burst_size(), Clock::now()); }
+  void Release(const v1::Step& s) { gate_.Left(s.burst_id(), Clock::now()); }
+  void ScheduleFlush() {
+    if (flush_scheduled_ || gate_.held() == 0) return;
+    const auto now = Clock::now();
+    if (gate_.Ready(now)) {
+      flush_scheduled_ = true;
+      send(this, flush_atom::value);
+    } else if (!wait_scheduled_) {
+      wait_scheduled_ = true;
+      delayed_send(this, gate_.WaitUntil() - now, burst_atom::value);
+    }
+  }
+  void FlushStarted() { flush_scheduled_ = false; }
+  auto BurstHandler() {
+    return [this](burst_atom) {
+      wait_scheduled_ = false;
+      ScheduleFlush();
+    };
+  }
+
   std::shared_ptr<NodeContext> ctx_;
   Sender sender_;
+  scheduling::BurstGate gate_;
 
  private:
   bool retry_scheduled_ = false;
+  bool flush_scheduled_ = false, wait_scheduled_ = false;
+  std::mt19937_64 burst_ids_{std::random_device{}()};
 };
 
 }  // namespace troupe::actors

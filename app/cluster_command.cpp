@@ -63,6 +63,11 @@ void RegisterCluster(CLI::App& app) {
   up->add_option("--cache-budget-mb", *budget_mb, "KV cache budget per shard node, MiB")->capture_default_str();
   up->add_option("--max-batch-sessions", o->max_batch_sessions, "Sessions per batch (0 = no limit)")
       ->capture_default_str();
+  up->add_option("--burst-wait-ms", o->burst_wait_ms,
+                 "A stage holding part of a burst of steps waits this long at most for the rest before it "
+                 "computes (0 = never)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1000.0));
   up->add_option("--kept-session-ttl", o->kept_session_ttl_seconds,
                  "Seconds an idle kept session lives on (troupe submit --session NAME --keep)")
       ->capture_default_str()

@@ -237,6 +237,7 @@ Status LocalCluster::Launch(const ClusterOptions& o) {
     c.dtype = o.dtype;
     c.cache_budget_bytes = o.cache_budget_bytes;
     c.max_batch_sessions = o.max_batch_sessions;
+    c.burst_wait_ms = o.burst_wait_ms;
     c.kept_session_ttl_seconds = o.kept_session_ttl_seconds;
     c.prefix_reuse = o.prefix_reuse;
     c.max_queued_jobs = o.max_queued_jobs;

@@ -67,6 +67,7 @@ struct ClusterOptions {
   std::string device = "cpu", backend = "auto", dtype = "auto";  // every node's (node_config.h)
   uint64_t cache_budget_bytes = uint64_t{512} << 20;             // per shard node
   int max_batch_sessions = 0;
+  double burst_wait_ms = 1;               // every node's; see node_config.h
   double kept_session_ttl_seconds = 300;  // the head's; see node_config.h
   bool prefix_reuse = true;               // the head's; see node_config.h
   int64_t max_queued_jobs = 1024;         // the head's; see node_config.h

@@ -202,6 +202,7 @@ const std::set<std::string> kTopKeys = {"id",
                                         "job_journal",
                                         "job_retention_seconds",
                                         "max_batch_sessions",
+                                        "burst_wait_ms",
                                         "endpoints",
                                         "security",
                                         "head",
@@ -389,6 +390,8 @@ std::vector<std::string> ParseNodeConfigProblems(const std::string& text, const 
   if (c.kept_session_max_length < 1) problem("kept_session_max_length: must be >= 1");
   Read(root, "max_batch_sessions", &c.max_batch_sessions, what, P);
   if (c.max_batch_sessions < 0) problem("max_batch_sessions: must be >= 0");
+  Read(root, "burst_wait_ms", &c.burst_wait_ms, what, P);
+  if (!(c.burst_wait_ms >= 0 && c.burst_wait_ms <= 1000)) problem("burst_wait_ms: must be in [0, 1000]");
   if (c.idle_timeout_seconds <= 0 || c.step_timeout_seconds <= 0 || c.kept_session_ttl_seconds <= 0) {
     problem("timeouts must be positive");
   }
@@ -683,6 +686,7 @@ std::string NodeConfigToYaml(const NodeConfig& c) {
     out << YAML::Key << "job_retention_seconds" << YAML::Value << c.job_retention_seconds;
   }
   if (c.max_batch_sessions > 0) out << YAML::Key << "max_batch_sessions" << YAML::Value << c.max_batch_sessions;
+  out << YAML::Key << "burst_wait_ms" << YAML::Value << c.burst_wait_ms;
   if (!c.test_fault.empty()) out << YAML::Key << "test_fault" << YAML::Value << c.test_fault;
   out << YAML::Key << "endpoints" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "listen" << YAML::Value << c.listen;

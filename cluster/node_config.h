@@ -36,6 +36,10 @@
 //                                   # again on better layers) when two answers in a row say
 //                                   # so; 0 = never moves
 //   max_batch_sessions: 0           # sessions per shard / LM head batch; 0 = no limit
+//   burst_wait_ms: 1                # a stage holding part of a burst of steps (those
+//                                   # one batch sent it) waits this long at most for the
+//                                   # rest before it computes (scheduling/burst_gate.h);
+//                                   # 0 = never waits
 //   step_timeout_seconds: 120       # head: fail a session that makes no progress
 //   kept_session_ttl_seconds: 300   # head: an idle kept session expires after this long
 //                                   # (keep it below the shards' idle_timeout_seconds)
@@ -162,6 +166,7 @@ struct NodeConfig {
   std::string log_level = "info", log_format = "auto";
   double rebalance_seconds = 120;  // layers: auto: how often to ask whether to move; 0 = never
   int max_batch_sessions = 0;
+  double burst_wait_ms = 1;  // see burst_wait_ms above
   double step_timeout_seconds = 120;
   double kept_session_ttl_seconds = 300;
   std::string job_journal;              // head: path of the job journal; empty = in memory

@@ -23,6 +23,7 @@ model: models/m.gguf
 threads: 2
 cache_budget_mb: 64
 idle_timeout_seconds: 30
+burst_wait_ms: 0.25
 endpoints:
   listen: tcp://127.0.0.1:0
   advertise: tcp://10.0.0.5:5601
@@ -46,6 +47,7 @@ parent_pid: 42
   EXPECT_EQ(c->layer_end, 20);
   EXPECT_EQ(c->model, "/base/models/m.gguf");
   EXPECT_EQ(c->cache_budget_bytes, uint64_t{64} << 20);
+  EXPECT_EQ(c->burst_wait_ms, 0.25);
   EXPECT_EQ(c->listen, "tcp://127.0.0.1:*");
   EXPECT_EQ(c->advertise, "tcp://10.0.0.5:5601");
   EXPECT_TRUE(c->curve);
@@ -65,6 +67,7 @@ parent_pid: 42
   EXPECT_EQ(again->model, c->model);
   EXPECT_EQ(again->layer_end, 20);
   EXPECT_EQ(again->cache_budget_bytes, c->cache_budget_bytes);
+  EXPECT_EQ(again->burst_wait_ms, 0.25);
 }
 
 TEST(NodeConfigTest, NamesTheBadKey) {
@@ -83,6 +86,8 @@ TEST(NodeConfigTest, NamesTheBadKey) {
   EXPECT_NE(bad("id: a\nroles: [head]\nmodel: m\nsecurity: {curve: true}\n").find("secret_key"), std::string::npos);
   EXPECT_NE(bad("id: a\nroles: [shard]\nlayers: [0, 1]\nmodel: m\nhead: h\n").find("head"), std::string::npos);
   EXPECT_NE(bad("[1, 2]").find("mapping"), std::string::npos);
+  EXPECT_NE(bad("id: a\nroles: [head]\nmodel: m\nburst_wait_ms: -1\n").find("burst_wait_ms"), std::string::npos);
+  EXPECT_EQ(ParseNodeConfig("id: a\nroles: [head]\nmodel: m\n", "", "x.yaml")->burst_wait_ms, 1.0);  // the default
   // Every address bound and none advertised: peers would dial 0.0.0.0.
   for (const char* any : {"tcp://0.0.0.0:5601", "tcp://*:5601", "tcp://[::]:5601"}) {
     const std::string why = bad(std::string("id: a\nroles: [head]\nmodel: m\nendpoints: {listen: \"") + any + "\"}\n");

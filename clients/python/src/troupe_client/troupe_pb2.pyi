@@ -655,8 +655,10 @@ class SessionOpened(_message.Message):
     def __init__(self, session_id: _Optional[int] = ..., node_id: _Optional[str] = ..., copied: _Optional[int] = ...) -> None: ...
 
 class Step(_message.Message):
-    __slots__ = ["all_logits", "first_position", "hidden_digest", "hop", "parent_rows", "rest_of_route", "session_id", "shadow_of", "tensor", "times", "token_count", "token_ids"]
+    __slots__ = ["all_logits", "burst_id", "burst_size", "first_position", "hidden_digest", "hop", "parent_rows", "rest_of_route", "session_id", "shadow_of", "tensor", "times", "token_count", "token_ids"]
     ALL_LOGITS_FIELD_NUMBER: _ClassVar[int]
+    BURST_ID_FIELD_NUMBER: _ClassVar[int]
+    BURST_SIZE_FIELD_NUMBER: _ClassVar[int]
     FIRST_POSITION_FIELD_NUMBER: _ClassVar[int]
     HIDDEN_DIGEST_FIELD_NUMBER: _ClassVar[int]
     HOP_FIELD_NUMBER: _ClassVar[int]
@@ -669,6 +671,8 @@ class Step(_message.Message):
     TOKEN_COUNT_FIELD_NUMBER: _ClassVar[int]
     TOKEN_IDS_FIELD_NUMBER: _ClassVar[int]
     all_logits: bool
+    burst_id: int
+    burst_size: int
     first_position: int
     hidden_digest: int
     hop: RouteHop
@@ -680,7 +684,7 @@ class Step(_message.Message):
     times: _containers.RepeatedCompositeFieldContainer[HopTime]
     token_count: int
     token_ids: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, session_id: _Optional[int] = ..., first_position: _Optional[int] = ..., token_count: _Optional[int] = ..., rest_of_route: _Optional[_Iterable[_Union[RouteHop, _Mapping]]] = ..., tensor: _Optional[_Union[TensorDesc, _Mapping]] = ..., token_ids: _Optional[_Iterable[int]] = ..., hop: _Optional[_Union[RouteHop, _Mapping]] = ..., parent_rows: _Optional[_Iterable[int]] = ..., all_logits: bool = ..., times: _Optional[_Iterable[_Union[HopTime, _Mapping]]] = ..., shadow_of: _Optional[int] = ..., hidden_digest: _Optional[int] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[int] = ..., first_position: _Optional[int] = ..., token_count: _Optional[int] = ..., rest_of_route: _Optional[_Iterable[_Union[RouteHop, _Mapping]]] = ..., tensor: _Optional[_Union[TensorDesc, _Mapping]] = ..., token_ids: _Optional[_Iterable[int]] = ..., hop: _Optional[_Union[RouteHop, _Mapping]] = ..., parent_rows: _Optional[_Iterable[int]] = ..., all_logits: bool = ..., times: _Optional[_Iterable[_Union[HopTime, _Mapping]]] = ..., shadow_of: _Optional[int] = ..., hidden_digest: _Optional[int] = ..., burst_id: _Optional[int] = ..., burst_size: _Optional[int] = ...) -> None: ...
 
 class TensorDesc(_message.Message):
     __slots__ = ["dtype", "shape"]
