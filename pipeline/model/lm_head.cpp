@@ -5,6 +5,7 @@
 
 #include "pipeline/model/cpu_ops.h"
 #include "pipeline/model/decoder_backends.h"
+#include "pipeline/model/output_buffers.h"
 #include "pipeline/model/weights.h"
 #include "pipeline/quant/qmatrix.h"
 
@@ -24,7 +25,7 @@ class KernelLmHead : public LmHead {
     const int64_t rows = hidden.size(0);
     std::vector<float> xn(rows * H);
     RmsNorm(hidden.data_ptr<float>(), norm_.data(), rows, H, config_.rms_eps, xn.data());
-    at::Tensor logits = at::empty({rows, output_.rows()}, at::kFloat);
+    at::Tensor logits = logits_->Take(rows);
     output_.Multiply(xn.data(), rows, logits.data_ptr<float>(), threads_);
     return logits;
   }
@@ -33,8 +34,9 @@ class KernelLmHead : public LmHead {
 
   ModelConfig config_;
   int threads_ = 1;
-  std::vector<float> norm_;  // [hidden]
-  QuantMatrix output_;       // [vocab, hidden]
+  std::vector<float> norm_;                // [hidden]
+  QuantMatrix output_;                     // [vocab, hidden]
+  std::unique_ptr<OutputBuffers> logits_;  // [rows, vocab], reused (output_buffers.h)
 };
 
 }  // namespace
@@ -47,6 +49,7 @@ Result<std::unique_ptr<LmHead>> LoadKernelLmHead(const ModelSource& source, cons
   TROUPE_ASSIGN_OR_RETURN(h->norm_, LoadVector(source, "output_norm.weight", c.hidden));
   const char* name = c.tied_embeddings ? "token_embd.weight" : "output.weight";
   TROUPE_ASSIGN_OR_RETURN(h->output_, LoadMatrix(source, name, c.vocab, c.hidden));
+  h->logits_ = std::make_unique<OutputBuffers>(h->output_.rows());
   return std::unique_ptr<LmHead>(std::move(h));
 }
 
