@@ -132,15 +132,11 @@ class LmHeadActor : public StageActor {
       }
       next.clear_hop();
       next.clear_tensor();
-      next.clear_burst_id();
-      next.clear_burst_size();
       StampHop(next, next, *ctx_, v1::STAGE_LM_HEAD, m.arrived_ns, compute_begin, compute_end);
       nexts.push_back(std::move(next));
     }
     // The sampler keeps the burst together (and regroups it by next node).
-    std::vector<v1::Step*> burst;
-    for (v1::Step& s : nexts) burst.push_back(&s);
-    scheduling::TagBursts(burst, NewBurstId());
+    scheduling::TagBursts(nexts, NewBurstId());
     int64_t r0 = 0;
     for (size_t i = 0; i < batch.size(); ++i) {
       const int64_t k = ks[i];

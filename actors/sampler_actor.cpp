@@ -176,17 +176,12 @@ class SamplerActor : public StageActor {
     if (fresh) {
       it->second.size = size;
       it->second.first = Clock::now();
-      delayed_send(this, BurstWait(), burst_atom::value);
+      delayed_send(this, BurstWait(*ctx_), burst_atom::value);
     }
     collecting_ = burst;
     OnLogits(m);
     collecting_ = 0;
     if (++it->second.seen >= it->second.size) ReleaseBursts(/*all_late=*/false);
-  }
-
-  Clock::duration BurstWait() const {
-    return std::chrono::duration_cast<Clock::duration>(
-        std::chrono::duration<double, std::milli>(ctx_->config.burst_wait_ms));
   }
 
   // Sends the held steps of every complete burst (and, with `all_late`, of
@@ -195,7 +190,7 @@ class SamplerActor : public StageActor {
     const auto now = Clock::now();
     for (auto it = held_.begin(); it != held_.end();) {
       HeldBurst& b = it->second;
-      if (b.seen < b.size && !(all_late && now >= b.first + BurstWait())) {
+      if (b.seen < b.size && !(all_late && now >= b.first + BurstWait(*ctx_))) {
         ++it;
         continue;
       }

@@ -489,15 +489,11 @@ class ShardActor : public StageActor {
       }
       next.clear_hop();
       next.clear_tensor();
-      next.clear_burst_id();
-      next.clear_burst_size();
       StampHop(next, next, *ctx_, v1::STAGE_SHARD, m.arrived_ns, compute_begin, compute_end);
       nexts.push_back(std::move(next));
       outs.push_back(std::move(out));
     }
-    std::vector<v1::Step*> burst;
-    for (v1::Step& s : nexts) burst.push_back(&s);
-    scheduling::TagBursts(burst, NewBurstId());
+    scheduling::TagBursts(nexts, NewBurstId());
     for (size_t i = 0; i < nexts.size(); ++i) {
       const uint64_t id = nexts[i].session_id();
       Status sent;

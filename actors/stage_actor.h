@@ -27,11 +27,7 @@ namespace troupe::actors {
 class StageActor : public caf::event_based_actor {
  public:
   StageActor(caf::actor_config& cfg, std::shared_ptr<NodeContext> ctx)
-      : caf::event_based_actor(cfg),
-        ctx_(ctx),
-        sender_(ctx),
-        gate_(std::chrono::duration_cast<scheduling::BurstGate::Clock::duration>(
-            std::chrono::duration<double, std::milli>(ctx->config.burst_wait_ms))) {}
+      : caf::event_based_actor(cfg), ctx_(ctx), sender_(ctx), gate_(BurstWait(*ctx)) {}
 
   void on_exit() override { sender_.Close(); }
 
@@ -73,6 +69,12 @@ class StageActor : public caf::event_based_actor {
       return;
     }
     Sent(sender_.Reply(from, ErrorEnvelope(code, text, ctx_->node_id, session_id, request_id)));
+  }
+
+  // The node's burst_wait_ms: how long a stage waits for the rest of a burst.
+  static Clock::duration BurstWait(const NodeContext& ctx) {
+    return std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double, std::milli>(ctx.config.burst_wait_ms));
   }
 
   // A fresh burst id (never 0) for the steps one batch sends on. Random: a

@@ -67,12 +67,17 @@ void TagBursts(const std::vector<v1::Step*>& steps, uint64_t burst_id, int hop) 
     if (s->rest_of_route_size() > hop) ++per_node[s->rest_of_route(hop).node_id()];
   }
   for (v1::Step* s : steps) {
-    if (s->rest_of_route_size() <= hop) continue;
-    const uint32_t n = per_node[s->rest_of_route(hop).node_id()];
-    if (n < 2) continue;
-    s->set_burst_id(burst_id);
-    s->set_burst_size(n);
+    const uint32_t n = s->rest_of_route_size() > hop ? per_node[s->rest_of_route(hop).node_id()] : 0;
+    s->set_burst_id(n < 2 ? 0 : burst_id);
+    s->set_burst_size(n < 2 ? 0 : n);
   }
+}
+
+void TagBursts(std::vector<v1::Step>& steps, uint64_t burst_id, int hop) {
+  std::vector<v1::Step*> all;
+  all.reserve(steps.size());
+  for (v1::Step& s : steps) all.push_back(&s);
+  TagBursts(all, burst_id, hop);
 }
 
 }  // namespace troupe::scheduling

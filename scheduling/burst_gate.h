@@ -79,7 +79,9 @@ class BurstGate {
 // same node — their rest_of_route(hop): 0, the next one; the sampler, whose
 // steps pass the embedding (which keeps their tags) first, says 1 — form one
 // burst, with id `burst_id` (never 0) and their count as its size. A step
-// that goes there alone, or has no such hop, is left untagged.
+// that goes there alone, or has no such hop, is left untagged (any tags it
+// brought from the stage before are cleared).
 void TagBursts(const std::vector<v1::Step*>& steps, uint64_t burst_id, int hop = 0);
+void TagBursts(std::vector<v1::Step>& steps, uint64_t burst_id, int hop = 0);
 
 }  // namespace troupe::scheduling

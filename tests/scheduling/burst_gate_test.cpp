@@ -106,9 +106,9 @@ v1::Step StepTo(const std::string& node) {
 
 TEST(TagBurstsTest, StepsToOneNodeFormOneBurst) {
   std::vector<v1::Step> steps = {StepTo("a"), StepTo("b"), StepTo("a"), StepTo("a"), v1::Step()};
-  std::vector<v1::Step*> ptrs;
-  for (v1::Step& s : steps) ptrs.push_back(&s);
-  TagBursts(ptrs, 77);
+  steps[1].set_burst_id(5);  // tags from the stage before go
+  steps[1].set_burst_size(3);
+  TagBursts(steps, 77);
   for (int i : {0, 2, 3}) {
     EXPECT_EQ(steps[i].burst_id(), 77u);
     EXPECT_EQ(steps[i].burst_size(), 3u);
