@@ -11,6 +11,7 @@
 #include <functional>
 #include <set>
 #include <sstream>
+#include <type_traits>
 
 #include "transport/keys.h"
 #include "transport/security.h"
@@ -46,6 +47,18 @@ void Read(const YAML::Node& node, const char* key, T* out, const std::string& wh
     *out = v.as<T>();
   } catch (const YAML::Exception& e) {
     problems->push_back(what + ": " + key + ": " + e.what());
+    return;
+  }
+  if constexpr (std::is_same_v<T, std::string>) {
+    // No name, path, address or key holds one (a stray CR of a file saved
+    // with CRLF is the likely one), and it would not survive being written back.
+    for (unsigned char ch : *out) {
+      if (ch < 0x20 && ch != '\t') {
+        problems->push_back(what + ": " + key + ": contains control character " + std::to_string(ch) +
+                            " (a stray CR or NUL?)");
+        break;
+      }
+    }
   }
 }
 

@@ -87,6 +87,9 @@ TEST(NodeConfigTest, NamesTheBadKey) {
   EXPECT_NE(bad("id: a\nroles: [shard]\nlayers: [0, 1]\nmodel: m\nhead: h\n").find("head"), std::string::npos);
   EXPECT_NE(bad("[1, 2]").find("mapping"), std::string::npos);
   EXPECT_NE(bad("id: a\nroles: [head]\nmodel: m\nburst_wait_ms: -1\n").find("burst_wait_ms"), std::string::npos);
+  // A stray CR (the file's last line, saved with CRLF) would not survive being written back.
+  EXPECT_NE(bad("id: a\nroles: [head]\nmodel: m.gguf\r").find("model: contains control character 13"),
+            std::string::npos);
   EXPECT_EQ(ParseNodeConfig("id: a\nroles: [head]\nmodel: m\n", "", "x.yaml")->burst_wait_ms, 1.0);  // the default
   // Every address bound and none advertised: peers would dial 0.0.0.0.
   for (const char* any : {"tcp://0.0.0.0:5601", "tcp://*:5601", "tcp://[::]:5601"}) {
