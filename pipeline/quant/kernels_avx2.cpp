@@ -6,8 +6,10 @@
 // Q4_0 and Q4_K with rows % 8 == 0. maddubs (unsigned x signed bytes -> int16
 // pairs) + madd (-> int32) replace VNNI; signed weights use abs(w) x sign(x, w).
 // Only 16 vector registers: tiles are at most 2 weight rows x 2 activation rows
-// (4 for float weights). Activation layouts as in activations.h (Q4_K reads
-// kQ8KPaired, whose 32-value runs line up with its nibbles).
+// (4 for float weights), except batches of Q4_1, Q5_0 and Q8_0 (BatchRows:
+// one weight row x 8 activation rows, the batch's scalars in vectors).
+// Activation layouts as in activations.h (Q4_K reads kQ8KPaired, whose
+// 32-value runs line up with its nibbles).
 
 #include "pipeline/quant/kernels.h"
 
@@ -15,7 +17,9 @@
 #define TROUPE_HAVE_AVX2 1
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "pipeline/quant/activations.h"
 #include "pipeline/quant/blocks.h"
@@ -181,6 +185,141 @@ struct Q50GgmlKernel : GgmlAccPolicy {
     }
   }
 };
+
+// Batches (n >= 2 activation rows) of Q4_1, Q5_0 and Q8_0: one weight row
+// against up to kBatchRows activation rows at a time, each block decoded
+// once. The activations' per-block scalars sit transposed in 8-lane vectors
+// (TransposeBatchScales: d_x, and Q4_1's s_x, of rows t0..t0+7 for block b),
+// so one vector multiply gives every row's fp16(d_w) * d_x and, for Q4_1, one
+// vector FMA advances every row's summs chain. Each lane does the same
+// operation on the same values as the one-row kernels' scalars for that row,
+// and each row's eight lanes take the same FMA per block, so every output is
+// still ggml's vec_dot bit for bit (batch invariance).
+constexpr int kBatchRows = 8;
+
+// A decoded weight block: u . x is the block's dot with activation bytes x,
+// as unsigned bytes u times x (Q4_1), or |q| times sign(x, q) (signed types).
+struct Q4_1Batch {
+  static constexpr int64_t kBlockBytes = 20;
+  static constexpr bool kMins = true;
+  static constexpr int64_t kQs = 4;
+  __m256i u;
+  explicit Q4_1Batch(const uint8_t* p) : u(Nibbles32(p + kQs)) {}
+  __m256i Dot(__m256i x) const { return DotU8S8(u, x); }
+};
+template <class F>
+struct SignedBatch {
+  static constexpr int64_t kBlockBytes = F::kBlockBytes;
+  static constexpr bool kMins = false;
+  __m256i q, u;
+  explicit SignedBatch(const uint8_t* p) : q(F::Values(p)), u(_mm256_sign_epi8(q, q)) {}
+  __m256i Dot(__m256i x) const { return DotU8S8(u, _mm256_sign_epi8(x, q)); }
+};
+struct Q8_0Values {
+  static constexpr int64_t kBlockBytes = 34;
+  static __m256i Values(const uint8_t* p) { return LoadU256(p + 2); }
+};
+using Q5_0Batch = SignedBatch<Q5_0Bits>;
+using Q8_0Batch = SignedBatch<Q8_0Values>;
+
+// [tile][block][kBatchRows] of d_x, then the same of s_x; lanes past n are 0.
+struct BatchScales {
+  const float* d;
+  const float* s;
+};
+
+BatchScales TransposeBatchScales(const MatmulArgs& a, int64_t nblocks) {
+  thread_local std::vector<float> buf;
+  const int64_t tiles = (a.n + kBatchRows - 1) / kBatchRows;
+  const size_t half = static_cast<size_t>(tiles * nblocks * kBatchRows);
+  buf.assign(2 * half, 0.0f);
+  for (int64_t t = 0; t < a.n; ++t) {
+    const auto* x = reinterpret_cast<const ActGroupQ8x2*>(a.xq + t * a.xq_stride);
+    float* d = buf.data() + (t / kBatchRows) * nblocks * kBatchRows + t % kBatchRows;
+    for (int64_t b = 0; b < nblocks; ++b) {
+      d[b * kBatchRows] = x[b / 2].d[b % 2];
+      d[half + b * kBatchRows] = x[b / 2].s[b % 2];
+    }
+  }
+  return {buf.data(), buf.data() + half};
+}
+
+template <class B, int T>
+void BatchTile(const MatmulArgs& a, int64_t r, int64_t t0, const float* xd, const float* xs) {
+  const int64_t nblocks = a.cols / 32;
+  const uint8_t* row = a.w + r * a.row_bytes;
+  const uint8_t* x[T];
+  for (int j = 0; j < T; ++j) x[j] = a.xq + (t0 + j) * a.xq_stride;
+  __m256 acc[T];
+  for (int j = 0; j < T; ++j) acc[j] = _mm256_setzero_ps();
+  __m256 summs = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nblocks; ++b) {
+    const uint8_t* p = row + b * B::kBlockBytes;
+    const B w(p);
+    alignas(32) float dd[kBatchRows];
+    _mm256_store_ps(dd, _mm256_mul_ps(_mm256_set1_ps(HalfAt(p)), _mm256_loadu_ps(xd + b * kBatchRows)));
+    if constexpr (B::kMins) {
+      summs = _mm256_fmadd_ps(_mm256_set1_ps(HalfAt(p + 2)), _mm256_loadu_ps(xs + b * kBatchRows), summs);
+    }
+    const int64_t off = (b / 2) * static_cast<int64_t>(sizeof(ActGroupQ8x2)) + 32 * (b % 2);
+    for (int j = 0; j < T; ++j) {
+      const __m256 xy = _mm256_cvtepi32_ps(w.Dot(Load256(x[j] + off)));
+      acc[j] = _mm256_fmadd_ps(_mm256_broadcast_ss(dd + j), xy, acc[j]);
+    }
+  }
+  alignas(32) float sm[kBatchRows];
+  _mm256_store_ps(sm, summs);
+  for (int j = 0; j < T; ++j) a.y[(t0 + j) * a.ldy + r] = GgmlSum({acc[j], _mm_set_ss(sm[j])});
+}
+
+template <class B, int T>
+void BatchTiles(const MatmulArgs& a, int64_t r0, int64_t r1, int64_t t0, const float* xd, const float* xs) {
+  for (int64_t r = r0; r < r1; ++r) BatchTile<B, T>(a, r, t0, xd, xs);
+}
+
+// One activation row: the one-row kernels (tile_driver.h's decode shape).
+template <class B>
+struct OneRowKernel;
+template <>
+struct OneRowKernel<Q4_1Batch> {
+  using type = Q4_1GgmlKernel;
+};
+template <>
+struct OneRowKernel<Q5_0Batch> {
+  using type = Q50GgmlKernel<Q5_0Bits>;
+};
+template <>
+struct OneRowKernel<Q8_0Batch> {
+  using type = Q8_0Kernel;
+};
+
+template <class B>
+void BatchRows(const MatmulArgs& a, int64_t r0, int64_t r1) {
+  if (a.n == 1) return tiling::Rows<typename OneRowKernel<B>::type>(a, r0, r1);
+  const int64_t nblocks = a.cols / 32;
+  const BatchScales sc = TransposeBatchScales(a, nblocks);
+  // Weight rows in chunks of ~16 KB, which stay in L1/L2 while every tile of
+  // activation rows goes by.
+  const int64_t chunk = std::max<int64_t>(1, 16384 / a.row_bytes);
+  for (int64_t rc = r0; rc < r1; rc += chunk) {
+    const int64_t re = std::min(r1, rc + chunk);
+    for (int64_t t0 = 0; t0 < a.n; t0 += kBatchRows) {
+      const int64_t off = (t0 / kBatchRows) * nblocks * kBatchRows;
+      const float* xd = sc.d + off;
+      const float* xs = sc.s + off;
+      switch (std::min<int64_t>(kBatchRows, a.n - t0)) {
+        case 1: BatchTiles<B, 1>(a, rc, re, t0, xd, xs); break;
+        case 2: BatchTiles<B, 2>(a, rc, re, t0, xd, xs); break;
+        case 3: BatchTiles<B, 3>(a, rc, re, t0, xd, xs); break;
+        case 4: BatchTiles<B, 4>(a, rc, re, t0, xd, xs); break;
+        case 5: BatchTiles<B, 5>(a, rc, re, t0, xd, xs); break;
+        case 6: BatchTiles<B, 6>(a, rc, re, t0, xd, xs); break;
+        case 7: BatchTiles<B, 7>(a, rc, re, t0, xd, xs); break;
+        default: BatchTiles<B, 8>(a, rc, re, t0, xd, xs); break;
+      }
+    }
+  }
+}
 
 // Q4_0 repacked (ggml_gemv_q4_0_8x8_q8_0): acc = fma(float(block dot), d_w d_x, acc).
 struct Q4_0RepackKernel : RepackAccPolicy {
@@ -476,9 +615,9 @@ RowsKernel GetAvx2Kernel(GgmlType type) {
     case GgmlType::F16: return tiling::Rows<FloatKernel<LoadF16>>;
     case GgmlType::BF16: return tiling::Rows<FloatKernel<LoadBf16>>;
     case GgmlType::Q4_0: return Q4_0Rows;
-    case GgmlType::Q4_1: return tiling::Rows<Q4_1GgmlKernel>;
-    case GgmlType::Q5_0: return tiling::Rows<Q50GgmlKernel<Q5_0Bits>>;
-    case GgmlType::Q8_0: return tiling::Rows<Q8_0Kernel>;
+    case GgmlType::Q4_1: return BatchRows<Q4_1Batch>;
+    case GgmlType::Q5_0: return BatchRows<Q5_0Batch>;
+    case GgmlType::Q8_0: return BatchRows<Q8_0Batch>;
     case GgmlType::Q4_K: return Q4KRows;
     case GgmlType::Q5_K: return tiling::Rows<Q5KKernel>;
     case GgmlType::Q6_K: return tiling::Rows<Q6KKernel>;
