@@ -391,7 +391,7 @@ inline void Q4KSuperBlock(const MatmulArgs& a, const uint8_t* p, int64_t t0, int
 
 // Q4_K as ggml_vec_dot_q4_K_q8_K (KAccPolicy, ggml_acc.h).
 struct Q4KVecDotKernel : KAccPolicy {
-  static constexpr int kMaxR = 1, kMaxT = 2;
+  static constexpr int kMaxR = 1, kMaxT = 4;
   static constexpr int64_t kBlockBytes = 144;
 
   template <int R, int T>
@@ -415,7 +415,7 @@ struct Q4KVecDotKernel : KAccPolicy {
 
 // Q4_K as ggml_gemv_q4_K_8x8_q8_K (repacked; RepackAccPolicy, ggml_acc.h).
 struct Q4KRepackKernel : RepackAccPolicy {
-  static constexpr int kMaxR = 1, kMaxT = 2;
+  static constexpr int kMaxR = 1, kMaxT = 4;
   static constexpr int64_t kBlockBytes = 144;
 
   template <int R, int T>
@@ -454,7 +454,7 @@ void Q4KRows(const MatmulArgs& a, int64_t r0, int64_t r1) {
 // `summs += dmin * isum`), added after hsum_float_8 (GgmlAccPolicy's s).
 // Also the AVX-512 build's Q5_K kernel.
 struct Q5KKernel : GgmlAccPolicy {
-  static constexpr int kMaxR = 1, kMaxT = 2;
+  static constexpr int kMaxR = 1, kMaxT = 4;
   static constexpr int64_t kBlockBytes = 176;
 
   template <int R, int T>
@@ -502,7 +502,7 @@ struct Q5KKernel : GgmlAccPolicy {
 // has ggml's lanes (lane m: values 4m..4m+3), less 32 (sc bsum16) per lane
 // pair as ggml; acc = fma(d_x d_w, lanes, acc) (GgmlAccPolicy).
 struct Q6KKernel : GgmlAccPolicy {
-  static constexpr int kMaxR = 1, kMaxT = 2;
+  static constexpr int kMaxR = 1, kMaxT = 4;
   static constexpr int64_t kBlockBytes = 210;
 
   template <int R, int T>
