@@ -13,6 +13,7 @@
 #include "pipeline/model/generation.h"
 #include "pipeline/sampling/beam_search.h"
 #include "pipeline/sampling/prompt_scorer.h"
+#include "scheduling/burst_joiner.h"
 
 namespace troupe::actors {
 namespace {
@@ -53,7 +54,8 @@ struct SamplerSession {
 
 class SamplerActor : public StageActor {
  public:
-  SamplerActor(caf::actor_config& cfg, std::shared_ptr<NodeContext> ctx) : StageActor(cfg, std::move(ctx)) {}
+  SamplerActor(caf::actor_config& cfg, std::shared_ptr<NodeContext> ctx)
+      : StageActor(cfg, std::move(ctx)), joiner_(BurstWait(*ctx_)) {}
 
   const char* name() const override { return "sampler"; }
 
@@ -65,6 +67,8 @@ class SamplerActor : public StageActor {
           EndTimeline(d.session_id);
           EndShadow(d.session_id, std::nullopt);
           sessions_.erase(d.session_id);
+          joiner_.Forget(d.session_id);
+          FlushJoining();
         },
         [this](ShadowStart& s) { OnShadowStart(s); },
         [this](const ShadowStop& s) {
@@ -73,9 +77,13 @@ class SamplerActor : public StageActor {
         [this](SessionMove& m) { OnMove(m); },
         [this](const SessionResume& r) { OnResume(r.session_id); },
         [this](StepMessage& m) { OnBurstMember(m); },
-        [this](burst_atom) { ReleaseBursts(/*all_late=*/true); },
+        [this](burst_atom) {
+          ReleaseBursts(/*all_late=*/true);
+          FlushJoining();
+        },
         [this](tick_atom) {
           CheckProgress();
+          FlushJoining();
           delayed_send(this, kTick, tick_atom::value);
         },
         StartHandler(),
@@ -120,7 +128,10 @@ class SamplerActor : public StageActor {
     const auto now = Clock::now();
     auto [it, added] = sessions_.emplace(
         id, SamplerSession{std::move(s), std::move(*gen), std::move(amateur), 0, 0, now, now, now, std::move(beams)});
-    if (added) it->second.prompt_scorer = std::move(scorer);
+    if (!added) return;
+    it->second.prompt_scorer = std::move(scorer);
+    // Its prefill is on the ring now (the scheduler sent it): its first round.
+    if (!it->second.beams) joiner_.Sent(id, FirstShard(it->second.start.route), now);
   }
 
   void OnMove(SessionMove& m) {
@@ -130,6 +141,7 @@ class SamplerActor : public StageActor {
     SamplerSession s = std::move(it->second);
     EndTimeline(m.old_id);
     sessions_.erase(it);
+    joiner_.Forget(m.old_id);
     s.start.session_id = m.new_id;
     s.start.route = std::move(m.route);
     s.last_activity = Clock::now();
@@ -144,6 +156,7 @@ class SamplerActor : public StageActor {
     SamplerSession& s = it->second;
     s.last_activity = Clock::now();
     ++s.replays;
+    joiner_.Forget(id);  // a replay's round says nothing of the next: tracked again from its next step
     if (s.beams && s.beams->step() > 0) return ReplayBeams(id, s);
     const std::vector<int32_t>& tokens = s.generation.tokens();
     v1::Step step;
@@ -171,7 +184,10 @@ class SamplerActor : public StageActor {
   void OnBurstMember(StepMessage& m) {
     const uint64_t burst = m.step.burst_id();
     const uint32_t size = m.step.burst_size();
-    if (burst == 0 || size < 2 || ctx_->config.burst_wait_ms <= 0) return OnLogits(m);
+    if (burst == 0 || size < 2 || ctx_->config.burst_wait_ms <= 0) {
+      OnLogits(m);
+      return FlushJoining();
+    }
     auto [it, fresh] = held_.try_emplace(burst);
     if (fresh) {
       it->second.size = size;
@@ -182,6 +198,7 @@ class SamplerActor : public StageActor {
     OnLogits(m);
     collecting_ = 0;
     if (++it->second.seen >= it->second.size) ReleaseBursts(/*all_late=*/false);
+    FlushJoining();
   }
 
   // Sends the held steps of every complete burst (and, with `all_late`, of
@@ -196,14 +213,59 @@ class SamplerActor : public StageActor {
       }
       std::vector<v1::Step> steps = std::move(b.steps);
       it = held_.erase(it);
-      std::vector<v1::Step*> burst;
       for (v1::Step& s : steps) {
-        if (sessions_.count(s.session_id())) burst.push_back(&s);  // not dropped meanwhile
+        if (sessions_.count(s.session_id())) Join(std::move(s));  // not dropped meanwhile
       }
-      scheduling::TagBursts(burst, NewBurstId(), /*hop=*/1);  // grouped by first shard: the embedding keeps tags
-      for (v1::Step* s : burst) {
-        const uint64_t id = s->session_id();
-        Status st = sender_.ForwardStep(std::move(*s), at::Tensor());
+    }
+  }
+
+  // The first shard a step goes to: the hop after the embedding.
+  static const std::string& FirstShard(const std::vector<v1::RouteHop>& route) {
+    static const std::string none;
+    return route.size() > 1 ? route[1].node_id() : route.empty() ? none : route[0].node_id();
+  }
+  static const std::string& FirstShard(const v1::Step& step) {
+    static const std::string none;
+    const int n = step.rest_of_route_size();
+    return n > 1 ? step.rest_of_route(1).node_id() : n == 1 ? step.rest_of_route(0).node_id() : none;
+  }
+
+  // A next step is ready: it joins the steps held for its first shard, which
+  // leave together (FlushJoining) once no other session bound there is
+  // expected back within burst_wait_ms (scheduling/burst_joiner.h).
+  void Join(v1::Step step) {
+    const auto now = Clock::now();
+    auto [it, fresh] = joining_.try_emplace(FirstShard(step));
+    if (fresh || it->second.steps.empty()) it->second.since = now;
+    it->second.steps.push_back(std::move(step));
+  }
+
+  // Sends every group of held next steps that need not wait (longer), as one
+  // burst each; a group that waits gets a wake-up at its deadline.
+  void FlushJoining() {
+    const auto now = Clock::now();
+    for (auto it = joining_.begin(); it != joining_.end();) {
+      Joining& j = it->second;
+      if (!j.steps.empty() && joiner_.Waits(it->first, j.since, now)) {
+        const auto deadline = j.since + joiner_.patience();
+        if (j.wake_up < deadline) {
+          j.wake_up = deadline;
+          delayed_send(this, deadline - now, burst_atom::value);
+        }
+        ++it;
+        continue;
+      }
+      const std::string node = it->first;
+      std::vector<v1::Step> steps;
+      for (v1::Step& s : j.steps) {
+        if (sessions_.count(s.session_id())) steps.push_back(std::move(s));  // not dropped or moved meanwhile
+      }
+      it = joining_.erase(it);
+      scheduling::TagBursts(steps, NewBurstId(), /*hop=*/1);  // one node: the embedding keeps tags
+      for (v1::Step& s : steps) {
+        const uint64_t id = s.session_id();
+        joiner_.Sent(id, node, now);
+        Status st = sender_.ForwardStep(std::move(s), at::Tensor());
         if (!st.ok()) Fail(id, v1::UNAVAILABLE, "sampler cannot forward: " + st.ToString());
       }
     }
@@ -215,6 +277,7 @@ class SamplerActor : public StageActor {
     const uint64_t id = m.step.session_id();
     auto it = sessions_.find(id);
     if (it == sessions_.end()) return;  // dropped meanwhile (cancelled or failed)
+    joiner_.Returned(id, Clock::now());
     SamplerSession& s = it->second;
     if (s.shadow && m.step.has_hidden_digest()) {
       const int64_t at = m.step.first_position();
@@ -267,8 +330,8 @@ class SamplerActor : public StageActor {
       for (const v1::RouteHop& hop : s.start.route) *next.add_rest_of_route() = hop;
       if (collecting_ != 0) {  // leaves with the rest of its burst (OnBurstMember)
         held_[collecting_].steps.push_back(std::move(next));
-      } else if (Status st = sender_.ForwardStep(std::move(next), at::Tensor()); !st.ok()) {
-        return Fail(id, v1::UNAVAILABLE, "sampler cannot forward: " + st.ToString());
+      } else {
+        Join(std::move(next));  // sent by FlushJoining, at once unless others are due
       }
       if (s.shadow) {  // the same step for the spot check's shadow
         v1::Step copy;
@@ -418,6 +481,7 @@ class SamplerActor : public StageActor {
     Sent(sender_.Reply(s.start.client, std::move(env)));
     EndTimeline(it->first);
     EndShadow(it->first, std::nullopt);
+    joiner_.Forget(it->first);
     sessions_.erase(it);
   }
 
@@ -536,6 +600,7 @@ class SamplerActor : public StageActor {
     send(ctx_->scheduler, SessionDone{it->first});  // before the Finish, as in Finish()
     Sent(sender_.Reply(s.start.client, std::move(env)));
     EndTimeline(it->first);
+    joiner_.Forget(it->first);
     sessions_.erase(it);
   }
 
@@ -543,6 +608,7 @@ class SamplerActor : public StageActor {
     EndTimeline(id);
     EndShadow(id, std::nullopt);
     sessions_.erase(id);
+    joiner_.Forget(id);
     ReportFailure(id, code, text, Origin{});
   }
 
@@ -569,6 +635,15 @@ class SamplerActor : public StageActor {
   };
   std::map<uint64_t, HeldBurst> held_;
   uint64_t collecting_ = 0;  // the burst whose member OnLogits is sampling now
+  // Next steps held for the sessions bound for the same first shard that are
+  // due back (scheduling/burst_joiner.h), by first shard: they leave as one.
+  struct Joining {
+    Clock::time_point since;    // the first held step's arrival
+    Clock::time_point wake_up;  // a burst_atom is due then
+    std::vector<v1::Step> steps;
+  };
+  std::map<std::string, Joining> joining_;
+  scheduling::BurstJoiner joiner_;
 };
 
 }  // namespace

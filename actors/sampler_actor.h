@@ -12,7 +12,11 @@
 //                  scheduler. Logits that came in a burst (the LM head's
 //                  batch) hold their next steps until the burst's last
 //                  member is sampled; they then leave together, one burst
-//                  per first shard (burst_atom: burst_wait_ms at most)
+//                  per first shard (burst_atom: burst_wait_ms at most).
+//                  A next step also waits, burst_wait_ms at most, while
+//                  another session bound for the same first shard is due
+//                  back (scheduling/burst_joiner.h): groups that ran apart
+//                  leave as one burst
 //                  Beam search (SamplingParams.num_beams > 1): logits
 //                  [rows, vocab] of every beam row go to the session's
 //                  BeamSearch; the next step carries one token per row and

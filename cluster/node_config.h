@@ -38,8 +38,11 @@
 //   max_batch_sessions: 0           # sessions per shard / LM head batch; 0 = no limit
 //   burst_wait_ms: 1                # a stage holding part of a burst of steps (those
 //                                   # one batch sent it) waits this long at most for the
-//                                   # rest before it computes (scheduling/burst_gate.h);
-//                                   # 0 = never waits
+//                                   # rest before it computes (scheduling/burst_gate.h),
+//                                   # and the sampler holds a session's next step this
+//                                   # long at most for others due back to the same first
+//                                   # shard, so that they leave as one burst
+//                                   # (scheduling/burst_joiner.h); 0 = never waits
 //   step_timeout_seconds: 120       # head: fail a session that makes no progress
 //   kept_session_ttl_seconds: 300   # head: an idle kept session expires after this long
 //                                   # (keep it below the shards' idle_timeout_seconds)
