@@ -51,7 +51,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 VPY=.venv/bin/python
-if [ "$WITH_TEST_DEPS" = 1 ] && ! $VPY -c "import numpy, pytest, gguf, safetensors, tokenizers, transformers, jinja2, openai, prometheus_client, redis, zmq, google.protobuf, build, wheel, kubernetes_validate, playwright" 2>/dev/null; then
+if [ "$WITH_TEST_DEPS" = 1 ] && ! $VPY -c "import numpy, pytest, xdist, gguf, safetensors, tokenizers, transformers, jinja2, openai, prometheus_client, redis, zmq, google.protobuf, build, wheel, kubernetes_validate, playwright" 2>/dev/null; then
   log "pip install test references"
   $VPY -m pip install -q --upgrade pip
   $VPY -m pip install -q -r scripts/requirements-test.txt

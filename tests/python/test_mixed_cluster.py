@@ -41,14 +41,16 @@ JOB = ("--prompt", PROMPT, "--max-tokens", str(N), "--min-tokens", str(N))
 
 
 def _join(c, node_id, *flags, slow=False):
-    """A [15, 30) replica; slow = behind a 40 ms relay (an 80 ms round trip)."""
+    """A [15, 30) replica; slow = behind a 120 ms relay (a 240 ms round trip): a route's cost is its links'
+    round trips plus its nodes' step times, and a torch shard's step on a busy 2-vCPU machine can take tens of
+    milliseconds, so the slow link must cost clearly more than that for the fast-linked replica to be chosen."""
     relay = None
     if slow:
         port = _free_port()
-        relay = DelayRelay(port, delay_ms=40)
+        relay = DelayRelay(port, delay_ms=120)
         flags += ("--listen", f"tcp://127.0.0.1:{port}", "--advertise", f"tcp://127.0.0.1:{relay.port}")
     proc, log = _start_node(c, node_id, "--layers", "15:30", *flags)
-    want = (lambda s: s.get(node_id, {}).get("rtt_ms", 0) > 40) if slow else \
+    want = (lambda s: s.get(node_id, {}).get("rtt_ms", 0) > 200) if slow else \
         (lambda s: 0 < s.get(node_id, {}).get("rtt_ms", 0) < 20)
     _wait(f"{node_id} to join and be measured", lambda: want(_status(c)), timeout=90)
     return proc, relay

@@ -112,12 +112,24 @@ def _summary(parts):
     return agree / total, float(np.mean(deltas)), float(np.max(deltas))
 
 
+# bf16 on a CPU: where the CPU has no bf16 arithmetic (AVX-512 BF16, AMX), libtorch converts every product,
+# about 7x slower than f32 (25 s a text on a 2-vCPU AVX2 EPYC: the 20 texts took over 10 minutes). There the
+# first CPU_BF16_TEXTS texts (over 600 positions) are scored, under the same bars; GPUs score all 20.
+CPU_BF16_TEXTS = 6
+
+
 @pytest.mark.parametrize("device,dtype", CASES)
 def test_teacher_forced_against_the_exact_math_and_the_kernels(troupe_bin, texts, kernels_scores, exact_logprobs,
-                                                                 device, dtype):
+                                                                 device, dtype, tmp_path):
     vs_exact, vs_kernels, kernels_vs_exact = [], [], []
-    scores = _score(texts, *_flags(device, dtype))
-    assert len(scores) == len(TOPICS)
+    count = CPU_BF16_TEXTS if device == "cpu" and dtype != "f32" else len(TOPICS)
+    if count < len(TOPICS):
+        subset = tmp_path / "texts.jsonl"
+        subset.write_text("".join(texts.read_text().splitlines(keepends=True)[:count]))
+        scores = _score(subset, *_flags(device, dtype))
+    else:
+        scores = _score(texts, *_flags(device, dtype))
+    assert len(scores) == count
     for got, k, exact in zip(scores, kernels_scores, exact_logprobs):
         assert got["tokens"] == k["tokens"]
         vs_exact.append(_agreement(got["argmax"], got["logprobs"], got["tokens"], exact))
@@ -139,17 +151,6 @@ def _greedy(prompt, *flags):
     return [l["token"] for l in lines if "token" in l], lines[-1]
 
 
-def _reference_greedy(reference, prompt_ids, n, eos=2):
-    """Greedy tokens after prompt_ids, up to n, ending before eos (as troupe's stream does)."""
-    ids = list(prompt_ids)
-    for _ in range(n):
-        token = int(reference.log_softmax(ids)[-1].argmax())
-        if token == eos:
-            break
-        ids.append(token)
-    return ids[len(prompt_ids):]
-
-
 def _common(a, b):
     return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
 
@@ -160,7 +161,7 @@ def exact_greedy(reference):
     out = {}
     for prompt in CHAT_PROMPTS:
         ids = json.loads(run_troupe("tokenize", "--chat", "--text", prompt))
-        out[prompt] = (_reference_greedy(reference, ids, 32), _greedy(prompt)[0])
+        out[prompt] = (reference.greedy(ids, 32, eos=2), _greedy(prompt)[0])
     return out
 
 
