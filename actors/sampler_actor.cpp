@@ -234,9 +234,10 @@ class SamplerActor : public StageActor {
   // leave together (FlushJoining) once no other session bound there is
   // expected back within burst_wait_ms (scheduling/burst_joiner.h).
   void Join(v1::Step step) {
-    const auto now = Clock::now();
-    auto [it, fresh] = joining_.try_emplace(FirstShard(step));
-    if (fresh || it->second.steps.empty()) it->second.since = now;
+    const std::string& node = FirstShard(step);
+    auto it = joining_.find(node);
+    if (it == joining_.end()) it = joining_.emplace(node, Joining{}).first;  // once per first shard: kept
+    if (it->second.steps.empty()) it->second.since = Clock::now();
     it->second.steps.push_back(std::move(step));
   }
 
@@ -244,23 +245,21 @@ class SamplerActor : public StageActor {
   // burst each; a group that waits gets a wake-up at its deadline.
   void FlushJoining() {
     const auto now = Clock::now();
-    for (auto it = joining_.begin(); it != joining_.end();) {
-      Joining& j = it->second;
-      if (!j.steps.empty() && joiner_.Waits(it->first, j.since, now)) {
+    for (auto& [node, j] : joining_) {
+      if (j.steps.empty()) continue;
+      if (joiner_.Waits(node, j.since, now)) {
         const auto deadline = j.since + joiner_.patience();
         if (j.wake_up < deadline) {
           j.wake_up = deadline;
           delayed_send(this, deadline - now, burst_atom::value);
         }
-        ++it;
         continue;
       }
-      const std::string node = it->first;
       std::vector<v1::Step> steps;
       for (v1::Step& s : j.steps) {
         if (sessions_.count(s.session_id())) steps.push_back(std::move(s));  // not dropped or moved meanwhile
       }
-      it = joining_.erase(it);
+      j.steps.clear();
       scheduling::TagBursts(steps, NewBurstId(), /*hop=*/1);  // one node: the embedding keeps tags
       for (v1::Step& s : steps) {
         const uint64_t id = s.session_id();
@@ -636,7 +635,8 @@ class SamplerActor : public StageActor {
   std::map<uint64_t, HeldBurst> held_;
   uint64_t collecting_ = 0;  // the burst whose member OnLogits is sampling now
   // Next steps held for the sessions bound for the same first shard that are
-  // due back (scheduling/burst_joiner.h), by first shard: they leave as one.
+  // due back (scheduling/burst_joiner.h), by first shard: they leave as one
+  // (an entry stays once made; empty = nothing held).
   struct Joining {
     Clock::time_point since;    // the first held step's arrival
     Clock::time_point wake_up;  // a burst_atom is due then

@@ -19,7 +19,10 @@ import time
 
 import pytest
 
-from conftest import TROUPE_BIN, DEFAULT_MODEL
+from conftest import DEFAULT_MODEL, ROOT, TROUPE_BIN
+
+sys.path.insert(0, str(ROOT / "clients" / "python" / "src"))
+from troupe_client import Client  # noqa: E402
 
 PROMPTS = [
     "The capital of France is",
@@ -221,8 +224,6 @@ def test_cache_memory_back_to_baseline_after_200_jobs(cluster):
     assert all(v == 0 for v in baseline.values()), baseline
     # One SDK connection for the 200 jobs: a `troupe submit` process each would spend most of this test loading
     # libtorch (~1 s a start on 2 vCPUs); the command line's submit is tested above and below.
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "clients" / "python" / "src"))
-    from troupe_client import Client
     with Client.from_cluster(cluster.dir) as client:
         for i in range(200):
             result = client.generate(f"Job number {i}:", max_tokens=1 + i % 4)
