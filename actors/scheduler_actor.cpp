@@ -12,7 +12,7 @@
 #include "actors/stage_actor.h"
 #include "messages/envelope_codec.h"
 #include "pipeline/log.h"
-#include "pipeline/model/prompt.h"
+#include "pipeline/text/prompt.h"
 #include "scheduling/admission.h"
 #include "scheduling/console_desk.h"
 #include "scheduling/job_lifecycle.h"

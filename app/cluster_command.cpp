@@ -3,26 +3,18 @@
 // [--admin-key-file F] [--job-curve]`: a head node and N×R shard processes on this machine
 // (cluster/local_cluster.h). Prints the job endpoint once the ring answers,
 // writes DIR/cluster.json (with the head's HTTP API port), and stays in the foreground until SIGINT/SIGTERM,
-// when it stops every node. Nodes die with it even when it is SIGKILLed.
-#include <climits>
+// when it stops every node. Nodes die with it even when it is SIGKILLed. The nodes are
+// `troupe-engine node` processes (app/engine_commands.h).
 #include <memory>
 #include <string>
 
 #include <unistd.h>
 
 #include "app/commands.h"
+#include "app/engine_commands.h"
 #include "cluster/local_cluster.h"
 
 namespace troupe::app {
-namespace {
-
-std::string SelfExe() {
-  char buf[PATH_MAX];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  return n > 0 ? std::string(buf, n) : std::string();
-}
-
-}  // namespace
 
 void RegisterCluster(CLI::App& app) {
   auto o = std::make_shared<cluster::ClusterOptions>();
@@ -106,7 +98,12 @@ void RegisterCluster(CLI::App& app) {
     cluster::ClusterOptions options = *o;
     options.model = ResolveModelPath(*model);
     options.cache_budget_bytes = static_cast<uint64_t>(*budget_mb * 1024 * 1024);
-    options.troupe_binary = SelfExe();
+    options.troupe_binary = EnginePath();
+    if (::access(options.troupe_binary.c_str(), X_OK) != 0) {
+      Fail("cluster up starts its nodes with " + options.troupe_binary +
+           ", which is not there (build it: ninja -C build)");
+      return;
+    }
     SetExitCode(cluster::RunClusterUp(options));
   });
 }

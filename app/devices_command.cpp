@@ -7,13 +7,14 @@
 #include <iostream>
 
 #include "app/commands.h"
+#include "app/engine_commands.h"
 #include "pipeline/model/torch_device.h"
 
 namespace troupe::app {
 
 void RegisterDevices(CLI::App& app) {
   auto json = std::make_shared<bool>(false);
-  CLI::App* cmd = app.add_subcommand("devices", "List the devices this build can run the model on");
+  CLI::App* cmd = app.add_subcommand("devices", std::string(EngineCommandDescription("devices")));
   cmd->add_flag("--json", *json, "One JSON object");
   cmd->callback([json] {
     nlohmann::json out = {{"cuda", CudaAvailable()}, {"devices", nlohmann::json::array({{{"name", "cpu"}}})}};

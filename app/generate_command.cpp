@@ -15,9 +15,11 @@
 #include <iostream>
 
 #include "app/commands.h"
+#include "app/engine_commands.h"
+#include "app/load_engine.h"
 #include "app/output.h"
 #include "pipeline/model/engine.h"
-#include "pipeline/model/prompt.h"
+#include "pipeline/text/prompt.h"
 
 namespace troupe::app {
 namespace {
@@ -61,7 +63,7 @@ void RunGenerate(const GenerateFlags& f) {
 
 void RegisterGenerate(CLI::App& app) {
   auto flags = std::make_shared<GenerateFlags>();
-  CLI::App* cmd = app.add_subcommand("generate", "Generate text with the whole model in this process");
+  CLI::App* cmd = app.add_subcommand("generate", std::string(EngineCommandDescription("generate")));
   cmd->add_option("--prompt", flags->prompt.prompt, "Prompt text")->required();
   cmd->add_flag("--chat", flags->prompt.chat, "Apply the model's chat template");
   cmd->add_option("--system", flags->prompt.system, "System message (with --chat)");

@@ -1,25 +1,41 @@
-// troupe — the command line. Each subcommand lives in its own file; this file
-// only registers them and dispatches.
+// troupe — the command line's front (app/engine_commands.h). An engine
+// command (generate, score, node, devices) is handed to troupe-engine before
+// anything else; the other commands are registered and dispatched here. Each
+// subcommand lives in its own file.
 #include <CLI/CLI.hpp>
 
+#include <string>
+
 #include "app/commands.h"
+#include "app/engine_commands.h"
+
+namespace {
+
+// An engine command in `troupe --help`: ExecEngineFor has taken it before
+// parsing, so its flags are the engine's.
+void ListEngineCommand(CLI::App& app, const char* name) {
+  app.add_subcommand(name, std::string(troupe::app::EngineCommandDescription(name)))->allow_extras();
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
+  troupe::app::ExecEngineFor(argc, argv);
   CLI::App app{"Troupe: one large language model across many processes"};
   app.require_subcommand(1);
-  troupe::app::RegisterGenerate(app);
+  ListEngineCommand(app, "generate");
   troupe::app::RegisterTokenize(app);
   troupe::app::RegisterChatTemplate(app);
-  troupe::app::RegisterScore(app);
+  ListEngineCommand(app, "score");
   troupe::app::RegisterKeys(app);
-  troupe::app::RegisterNode(app);
+  ListEngineCommand(app, "node");
   troupe::app::RegisterCluster(app);
   troupe::app::RegisterSubmit(app);
   troupe::app::RegisterStatus(app);
   troupe::app::RegisterSession(app);
   troupe::app::RegisterJob(app);
   troupe::app::RegisterBridge(app);
-  troupe::app::RegisterDevices(app);
+  ListEngineCommand(app, "devices");
   troupe::app::RegisterAdmin(app);
   troupe::app::RegisterConfig(app);
   try {

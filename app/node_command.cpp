@@ -23,6 +23,7 @@
 
 #include "actors/node.h"
 #include "app/commands.h"
+#include "app/engine_commands.h"
 #include "cluster/node_config.h"
 
 namespace troupe::app {
@@ -122,7 +123,7 @@ Result<cluster::NodeConfig> ConfigFromFlags(const NodeFlags& f) {
 
 void RegisterNode(CLI::App& app) {
   auto f = std::make_shared<NodeFlags>();
-  CLI::App* cmd = app.add_subcommand("node", "Run one node of a cluster (from a config file and/or flags)");
+  CLI::App* cmd = app.add_subcommand("node", std::string(EngineCommandDescription("node")));
   cmd->add_option("--config", f->config, "Node config (YAML, cluster/node_config.h)");
   cmd->add_option("--join", f->join, "The head's node endpoint (tcp://HOST:PORT) this shard announces itself to");
   cmd->add_option("--id", f->id, "Node id (default: the file's, else the host name)");

@@ -1,6 +1,6 @@
 // Shared output helpers of the command line: the token stream printer (plain
-// or --json, the fixed output contract of `generate` and `submit`), peak RSS,
-// and model loading with a progress bar on a terminal.
+// or --json, the fixed output contract of `generate` and `submit`), peak RSS.
+// No libtorch: both binaries use them (app/engine_commands.h).
 #pragma once
 
 #include <memory>
@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "pipeline/model/engine.h"
+#include "pipeline/model/engine.h"  // GenerateStats, TokenEvent: plain structs
 
 namespace troupe::app {
 
@@ -40,8 +40,5 @@ void PrintBeamSequences(bool json, const std::vector<BeamHypothesis>& sequences,
 // An answer's text as a stream gives it: whole characters, U+FFFD for bytes
 // that never form one.
 std::string DecodeAnswer(const Tokenizer& tokenizer, const std::vector<int32_t>& tokens);
-
-// Loads the engine; draws a progress bar on stderr when stderr is a terminal.
-Result<std::unique_ptr<Engine>> LoadEngineWithProgress(const std::string& path, ModelOptions options);
 
 }  // namespace troupe::app

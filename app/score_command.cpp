@@ -9,6 +9,8 @@
 #include <iostream>
 
 #include "app/commands.h"
+#include "app/engine_commands.h"
+#include "app/load_engine.h"
 #include "app/output.h"
 
 namespace troupe::app {
@@ -51,7 +53,7 @@ void RunScore(const ScoreFlags& f) {
 
 void RegisterScore(CLI::App& app) {
   auto flags = std::make_shared<ScoreFlags>();
-  CLI::App* cmd = app.add_subcommand("score", "Score a text: per-position argmax and log-probabilities");
+  CLI::App* cmd = app.add_subcommand("score", std::string(EngineCommandDescription("score")));
   auto* text = cmd->add_option("--text", flags->text, "Text to score");
   auto* batch = cmd->add_option("--batch", flags->batch, "JSON Lines file of strings; one result per line out");
   text->excludes(batch);

@@ -33,7 +33,7 @@
 #include "client/job_client.h"
 #include "messages/finish_reason_proto.h"
 #include "messages/sampling_params_proto.h"
-#include "pipeline/model/prompt.h"
+#include "pipeline/text/prompt.h"
 
 namespace troupe::app {
 namespace {

@@ -13,7 +13,7 @@
 
 #include "app/commands.h"
 #include "pipeline/format/model_source.h"
-#include "pipeline/model/prompt.h"
+#include "pipeline/text/prompt.h"
 #include "pipeline/text/tokenizer.h"
 
 namespace troupe::app {

@@ -79,7 +79,7 @@ struct ClusterOptions {
   std::string admin_key_file;             // node config admin_key_file
   bool job_curve = false;                 // CURVE on the (loopback) job endpoint too
   double ready_timeout_seconds = 180;
-  std::string troupe_binary;  // this executable
+  std::string troupe_binary;  // what runs `node` (troupe-engine beside troupe)
 };
 
 struct ClusterNode {

@@ -29,9 +29,9 @@
 
 #include "messages/troupe.pb.h"
 #include "messages/wire_error.h"
-#include "pipeline/model/prompt.h"
 #include "pipeline/sampling/sampling_params.h"
 #include "pipeline/status.h"
+#include "pipeline/text/prompt.h"
 
 namespace troupe::scheduling {
 

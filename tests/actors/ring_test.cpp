@@ -10,7 +10,7 @@
 
 #include "messages/envelope_codec.h"
 #include "pipeline/model/engine.h"
-#include "pipeline/model/prompt.h"
+#include "pipeline/text/prompt.h"
 #include "tests/actors/local_ring.h"
 #include "transport/link.h"
 

@@ -2,8 +2,8 @@
 // POST /v1/chat/completions and as POST /v1/completions, then what the head
 // does with an accepted job's text: the chat messages rendered by a ChatML
 // template and tokenized (the tiny vocabulary of tests/pipeline/text/
-// tiny_spec.h; the head's own path, pipeline/model/prompt.cpp, is in the
-// torch library). Input: the body's bytes.
+// tiny_spec.h, rendered and encoded directly; the head goes through
+// PromptTokens in pipeline/text/prompt.cpp). Input: the body's bytes.
 // Properties checked (a violation aborts): a refusal is a 400
 // invalid_request_error with a message and a code, whose ErrorBody dumps; an
 // accepted request is stream-set, has 1..kMaxChoices choices, a chat of

@@ -2,7 +2,7 @@
 // gives the tokens of the whole conversation rendered at once (real SmolLM2
 // tokenizer and its ChatML template; a Gemma 3 vocabulary with the built-in
 // Gemma 3 template, which insists on alternating roles and trims content).
-#include "pipeline/model/prompt.h"
+#include "pipeline/text/prompt.h"
 
 #include <gtest/gtest.h>
 

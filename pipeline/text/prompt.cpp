@@ -1,4 +1,4 @@
-#include "pipeline/model/prompt.h"
+#include "pipeline/text/prompt.h"
 
 #include "pipeline/text/chat_template.h"
 
