@@ -33,3 +33,11 @@ def run_troupe(*args, timeout=600):
 
 def run_troupe_json_lines(*args, timeout=600):
     return [json.loads(line) for line in run_troupe(*args, timeout=timeout).splitlines() if line.strip()]
+
+
+def score_batch(tmp_path, texts, *flags):
+    """`troupe score --batch`: one {"tokens", "argmax", "logprobs"} per text, in order (the model loads once,
+    not once a text)."""
+    path = tmp_path / "texts.jsonl"
+    path.write_text("".join(json.dumps(t) + "\n" for t in texts))
+    return [json.loads(l) for l in run_troupe("score", "--batch", path, *flags).splitlines() if l.strip()]

@@ -18,13 +18,12 @@ The chat prompt for llama.cpp is rendered from the GGUF's own Jinja template
 with jinja2 and tokenized by llama.cpp, so our chat template and tokenizer are
 checked too.
 """
-import json
 
 import jinja2
 import numpy as np
 import pytest
 
-from conftest import run_troupe, run_troupe_json_lines
+from conftest import run_troupe_json_lines, score_batch
 
 llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python is installed by scripts/setup.sh --with-test-deps")
 
@@ -56,15 +55,15 @@ def reference_log_softmax(llama, tokens):
     return log_softmax(np.array(llama.scores[: len(tokens)]))
 
 
-def test_teacher_forced_logits_match_llama_cpp(troupe_bin, llm, llm_one_token):
+def test_teacher_forced_logits_match_llama_cpp(troupe_bin, llm, llm_one_token, tmp_path):
     agree = total = batched_agree = self_agree = exact = 0
     deltas, batched_deltas, self_deltas = [], [], []
-    for i, topic in enumerate(TOPICS):
-        ours = json.loads(run_troupe("score", "--text", make_text(i, topic)))
+    texts = [make_text(i, topic) for i, topic in enumerate(TOPICS)]
+    for i, (text, ours) in enumerate(zip(texts, score_batch(tmp_path, texts), strict=True)):
         tokens = ours["tokens"]
         assert len(tokens) >= 64, f"text {i} has only {len(tokens)} tokens"
         # Same tokenization as llama.cpp's own (no BOS for this model).
-        assert llm.tokenize(make_text(i, topic).encode(), add_bos=False, special=True) == tokens
+        assert llm.tokenize(text.encode(), add_bos=False, special=True) == tokens
         ref = reference_log_softmax(llm_one_token, tokens)
         batched = reference_log_softmax(llm, tokens)
         ours_argmax = np.array(ours["argmax"])

@@ -22,7 +22,7 @@ import jinja2
 import numpy as np
 import pytest
 
-from conftest import ROOT, TROUPE_BIN, run_troupe, run_troupe_json_lines
+from conftest import ROOT, TROUPE_BIN, run_troupe_json_lines, score_batch
 from conformance_texts import CHAT_PROMPTS, TOPICS, make_text
 
 GEMMA = ROOT / ".deps" / "model-gemma3" / "gemma-3-270m-q4_k_m.gguf"
@@ -44,12 +44,11 @@ def log_softmax(x):
     return x - m - np.log(np.exp(x - m).sum(axis=-1, keepdims=True))
 
 
-def test_teacher_forced_logits_are_llama_cpps(troupe_bin, llm_one_token):
+def test_teacher_forced_logits_are_llama_cpps(troupe_bin, llm_one_token, tmp_path):
     agree = total = 0
     deltas = []
-    for i, topic in enumerate(TOPICS):
-        text = make_text(i, topic)
-        ours = json.loads(run_troupe("score", "--model", GEMMA, "--text", text))
+    texts = [make_text(i, topic) for i, topic in enumerate(TOPICS)]
+    for text, ours in zip(texts, score_batch(tmp_path, texts, "--model", GEMMA), strict=True):
         tokens = ours["tokens"]
         assert tokens == llm_one_token.tokenize(text.encode(), add_bos=True, special=True)
         assert len(tokens) >= 64
