@@ -32,6 +32,9 @@ void RegisterConfig(CLI::App& app);
 int ExitCode();
 void SetExitCode(int code);
 
+// The folder of this executable (symlinks resolved), ending in '/'; empty if unknown.
+std::string ExecutableDir();
+
 // --model: the flag, else $TROUPE_MODEL, else the model scripts/setup.sh installed.
 std::string ResolveModelPath(const std::string& flag);
 

