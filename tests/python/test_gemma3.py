@@ -22,7 +22,7 @@ import jinja2
 import numpy as np
 import pytest
 
-from conftest import ROOT, TROUPE_BIN, run_troupe_json_lines, score_batch
+from conftest import ROOT, TROUPE_BIN, llama_threads, run_troupe_json_lines, score_batch
 from conformance_texts import CHAT_PROMPTS, TOPICS, make_text
 
 GEMMA = ROOT / ".deps" / "model-gemma3" / "gemma-3-270m-q4_k_m.gguf"
@@ -34,7 +34,7 @@ llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python is install
 
 @pytest.fixture(scope="module")
 def llm_one_token():
-    return llama_cpp.Llama(model_path=str(GEMMA), n_ctx=1024, n_threads=2, n_batch=1, n_ubatch=1,
+    return llama_cpp.Llama(model_path=str(GEMMA), n_ctx=1024, n_threads=llama_threads(), n_batch=1, n_ubatch=1,
                            logits_all=True, verbose=False)
 
 
