@@ -127,6 +127,31 @@ inline float MovehlReduce8(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
 }
 
+// ggml_vec_dot_f16's 8 lanes before the horizontal sum, n a multiple of 32:
+// four 8-lane FMA chains over steps of 32 values, then (a0 + a2) + (a1 + a3).
+inline __m256 DotF16Lanes8(const uint16_t* x, const uint16_t* y, int64_t n) {
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int64_t i = 0; i < n; i += 32) {
+    for (int c = 0; c < 4; ++c) acc[c] = _mm256_fmadd_ps(LoadHalf8(x + i + 8 * c), LoadHalf8(y + i + 8 * c), acc[c]);
+  }
+  return _mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3]));
+}
+
+// HaddReduce8 of eight vectors at once, bit for bit (the same tree: lanes
+// l + (l + 4), then pairs, then the two pair sums; addition commutes).
+inline __m256 HaddReduce8x8(const __m256 (&v)[8]) {
+  __m256 a[4];  // a[m]: low half row 2m's lanes l + (l + 4), high half row 2m + 1's
+  for (int m = 0; m < 4; ++m) {
+    a[m] = _mm256_add_ps(_mm256_permute2f128_ps(v[2 * m], v[2 * m + 1], 0x20),
+                         _mm256_permute2f128_ps(v[2 * m], v[2 * m + 1], 0x31));
+  }
+  // Low halves: rows 0, 2 (b0) and 4, 6 (b1), pairs summed; high halves rows 1, 3 and 5, 7.
+  const __m256 b0 = _mm256_hadd_ps(a[0], a[1]);
+  const __m256 b1 = _mm256_hadd_ps(a[2], a[3]);
+  const __m256 r = _mm256_hadd_ps(b0, b1);  // rows 0, 2, 4, 6 | 1, 3, 5, 7
+  return _mm256_permutevar8x32_ps(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
 }  // namespace
 #endif
 
@@ -169,14 +194,8 @@ float GgmlDotF16(const uint16_t* x, const uint16_t* y, int64_t n) {
 #elif defined(TROUPE_GGML_AVX2)
   const int64_t np = n & ~int64_t{31};  // GGML_F16_STEP 32, four 8-lane accumulators
   if (np > 0) {
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-    for (; i < np; i += 32) {
-      for (int c = 0; c < 4; ++c) acc[c] = _mm256_fmadd_ps(LoadHalf8(x + i + 8 * c), LoadHalf8(y + i + 8 * c), acc[c]);
-    }
-    acc[0] = _mm256_add_ps(acc[0], acc[2]);
-    acc[1] = _mm256_add_ps(acc[1], acc[3]);
-    acc[0] = _mm256_add_ps(acc[0], acc[1]);
-    sum = static_cast<double>(HaddReduce8(acc[0]));
+    sum = static_cast<double>(HaddReduce8(DotF16Lanes8(x, y, np)));
+    i = np;
   }
 #endif
   for (; i < n; ++i) sum += static_cast<double>(Fp16ToFp32(x[i]) * Fp16ToFp32(y[i]));
@@ -213,6 +232,16 @@ void GgmlDotF16Rows16(const uint16_t* x, int64_t stride, const uint16_t* y, int6
                                    _mm512_shuffle_ps(u[0], u[1], _MM_SHUFFLE(3, 1, 3, 1)));
     const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     _mm512_storeu_ps(out, _mm512_permutexvar_ps(order, r));
+    return;
+  }
+#elif defined(TROUPE_GGML_AVX2)
+  if (n > 0 && n % 32 == 0) {
+    // Each row's lanes as in GgmlDotF16, then eight horizontal sums at once.
+    for (int g = 0; g < 16; g += 8) {
+      __m256 v[8];
+      for (int j = 0; j < 8; ++j) v[j] = DotF16Lanes8(x + (g + j) * stride, y, n);
+      _mm256_storeu_ps(out + g, HaddReduce8x8(v));
+    }
     return;
   }
 #endif
@@ -365,6 +394,11 @@ void ToHalf(const float* src, uint16_t* dst, int64_t n) {
 
 void Attention(const float* q, const uint16_t* keys, const uint16_t* values, const AttentionShape& s, int64_t start,
                int64_t t, float* out, int threads) {
+  const AttentionRows one{q, keys, values, s.cache_stride, start, t, out};
+  AttentionBatch(s, &one, 1, threads);
+}
+
+void AttentionBatch(const AttentionShape& s, const AttentionRows* sessions, int count, int threads) {
   // llama.cpp's non-flash attention for one query row (ggml graph: kq =
   // mul_mat(k, q) with q rounded to fp16 and ggml_vec_dot_f16 per key,
   // soft_max_ext(kq * scale, causal mask), kqv = mul_mat(v^T, kq) with the
@@ -377,27 +411,47 @@ void Attention(const float* q, const uint16_t* keys, const uint16_t* values, con
   const int64_t group = s.n_heads / s.n_kv_heads;
   const int64_t row = s.n_heads * d;
   const float scale = s.scale != 0 ? s.scale : 1.0f / std::sqrt(static_cast<float>(d));
-  const int64_t work = s.n_heads * t;
-  const int parts = work * (start + t) * d > 65536 ? threads : 1;
+  // Work items are (session, query row, head), session by session; item_end[n]
+  // is one past session n's last.
+  std::vector<int64_t> item_end(count);
+  int64_t work = 0, cost = 0, longest = 0;
+  for (int n = 0; n < count; ++n) {
+    const AttentionRows& a = sessions[n];
+    work += s.n_heads * a.t;
+    item_end[n] = work;
+    cost += s.n_heads * a.t * (a.start + a.t) * d;
+    longest = std::max(longest, a.start + a.t);
+  }
+  const int parts = cost > 65536 ? threads : 1;
   ParallelRanges(work, parts, [&](int64_t w_begin, int64_t w_end) {
-    const int64_t padded = (start + t + 15) / 16 * 16;
+    const int64_t padded = (longest + 15) / 16 * 16;
     std::vector<float> scores(padded), probs(padded);
-    std::vector<uint16_t> qh(d), ph(start + t);
+    std::vector<uint16_t> qh(d), ph(longest);
 #if defined(TROUPE_GGML_AVX512) || defined(TROUPE_GGML_AVX2)
     std::vector<float> acc;
     if (d % 16 == 0) acc.resize(64 * d);
 #endif
-#if defined(TROUPE_GGML_AVX512)
+#if defined(TROUPE_GGML_AVX512) || defined(TROUPE_GGML_AVX2)
     std::vector<float> pw(d % 16 == 0 ? padded : 0);                     // probabilities through fp16 and back
     constexpr int kRne = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;  // = Fp32ToFp16's rounding
 #endif
+    int n = static_cast<int>(std::upper_bound(item_end.begin(), item_end.end(), w_begin) - item_end.begin());
     for (int64_t w = w_begin; w < w_end; ++w) {
-      const int64_t h = w % s.n_heads;
-      const int64_t i = w / s.n_heads;
+      while (w >= item_end[n]) ++n;
+      const AttentionRows& a = sessions[n];
+      const float* q = a.q;
+      const uint16_t* keys = a.keys;
+      const uint16_t* values = a.values;
+      const int64_t start = a.start, cache_stride = a.cache_stride;
+      const int64_t max_length = cache_stride / d;  // positions the cache holds per kv head
+      float* out = a.out;
+      const int64_t local = w - (item_end[n] - s.n_heads * a.t);
+      const int64_t h = local % s.n_heads;
+      const int64_t i = local / s.n_heads;
       const int64_t kvh = h / group;
       ToHalf(q + i * row + h * d, qh.data(), d);
-      const uint16_t* k = keys + kvh * s.cache_stride;
-      const uint16_t* v = values + kvh * s.cache_stride;
+      const uint16_t* k = keys + kvh * cache_stride;
+      const uint16_t* v = values + kvh * cache_stride;
       const int64_t len = start + i + 1;  // causal: positions [0, start + i]
       const int64_t len16 = (len + 15) / 16 * 16;
       // Sliding window: keys before `first` are masked (score -inf, weight 0).
@@ -412,6 +466,18 @@ void Attention(const float* q, const uint16_t* keys, const uint16_t* values, con
           scores[c] *= scale;
           max_score = std::max(max_score, scores[c]);
         }
+      }
+      if (j < len && j + 16 <= max_length) {
+        // The last len % 16 keys: 16 rows at once is faster than one at a
+        // time; rows past len (allocated, not yet written) are computed and
+        // dropped.
+        float tail[16];
+        GgmlDotF16Rows16(k + j * d, d, qh.data(), d, tail);
+        for (int64_t c = j; c < len; ++c) {
+          scores[c] = tail[c - j] * scale;
+          max_score = std::max(max_score, scores[c]);
+        }
+        j = len;
       }
       for (; j < len; ++j) {
         scores[j] = GgmlDotF16(k + j * d, qh.data(), d) * scale;
@@ -459,13 +525,16 @@ void Attention(const float* q, const uint16_t* keys, const uint16_t* values, con
         continue;
       }
 #endif
-      for (int64_t j = 0; j < len; ++j) ph[j] = Fp32ToFp16(probs[j] * inv);
 #if defined(TROUPE_GGML_AVX2)
       if (d % 16 == 0) {
+        for (int64_t j = 0; j < len16; j += 8) {  // past len: exp(-inf) = 0
+          const __m256 pr = _mm256_mul_ps(_mm256_loadu_ps(&probs[j]), _mm256_set1_ps(inv));
+          _mm256_storeu_ps(&pw[j], _mm256_cvtph_ps(_mm256_cvtps_ph(pr, kRne)));
+        }
         // AVX2: GGML_F16_STEP 32, position j -> accumulator lane j % 32.
         std::fill(acc.begin(), acc.begin() + 32 * d, 0.0f);
         for (int64_t j = first; j < len; ++j) {
-          const __m256 p = _mm256_set1_ps(Fp16ToFp32(ph[j]));
+          const __m256 p = _mm256_broadcast_ss(&pw[j]);
           float* a = &acc[(j % 32) * d];
           for (int64_t e = 0; e < d; e += 8)
             _mm256_storeu_ps(a + e, _mm256_fmadd_ps(LoadHalf8(v + j * d + e), p, _mm256_loadu_ps(a + e)));
@@ -485,6 +554,7 @@ void Attention(const float* q, const uint16_t* keys, const uint16_t* values, con
         continue;
       }
 #endif
+      for (int64_t j = 0; j < len; ++j) ph[j] = Fp32ToFp16(probs[j] * inv);
       // Portable ggml: a double sum of fp32 products, position by position.
       for (int64_t e = 0; e < d; ++e) {
         double sum_e = 0.0;

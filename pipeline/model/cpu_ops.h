@@ -1,6 +1,7 @@
 // Small fp32 kernels of the decoder that are not matrix products: RMSNorm,
-// SwiGLU gating, residual add, causal attention of one session against its
-// KV cache; the matrix products live in pipeline/quant (QuantMatrix).
+// SwiGLU gating, residual add, causal attention of one session (or of a
+// batch's sessions at once) against its KV cache; the matrix products live in
+// pipeline/quant (QuantMatrix).
 // SwiGLU and attention follow ggml's CPU code operation for operation (its
 // SIMD exp approximation and reduction orders), so that the forward pass is
 // bit-identical to llama.cpp's one-token path. The variant is chosen at
@@ -8,7 +9,7 @@
 // AVX2+FMA+F16C, else ggml's portable C.
 //
 // All pointers are CPU fp32, row-major, non-overlapping unless stated.
-// Thread-safety: reentrant; Attention parallelizes over heads itself.
+// Thread-safety: reentrant; Attention parallelizes over heads (and sessions) itself.
 #pragma once
 
 #include <cstdint>
@@ -72,6 +73,26 @@ struct AttentionShape {
 // window + n_ubatch positions).
 void Attention(const float* q, const uint16_t* keys, const uint16_t* values, const AttentionShape& shape, int64_t start,
                int64_t t, float* out, int threads);
+
+// One session's part of a batch's attention: `t` query rows at positions
+// [start, start + t) against its cache (base pointers and cache_stride as
+// for Attention), written to `out`.
+struct AttentionRows {
+  const float* q = nullptr;
+  const uint16_t* keys = nullptr;
+  const uint16_t* values = nullptr;
+  int64_t cache_stride = 0;
+  int64_t start = 0;
+  int64_t t = 0;
+  float* out = nullptr;
+};
+
+// Attention for every session of a batch in one parallel pass over all
+// their (query row, head) pairs: each output is Attention's for that
+// session, bit for bit; a batch of many one-token sessions splits across
+// threads once instead of once per session. shape.cache_stride is unused
+// (each session has its own).
+void AttentionBatch(const AttentionShape& shape, const AttentionRows* sessions, int count, int threads);
 
 // dst[i] = fp16(src[i]) for i < n (round to nearest even).
 void ToHalf(const float* src, uint16_t* dst, int64_t n);

@@ -58,6 +58,7 @@ class KernelDecoder : public Decoder {
   std::unique_ptr<Rope> rope_sliding;  // sliding-window layers' own RoPE base, when the family has them
   // Scratch reused across calls (grown as needed).
   std::vector<float> xn, q, k, v, att, proj, gate, up, angles, angles_sliding;
+  std::vector<AttentionRows> attention_rows;  // one layer's, one per session
 };
 
 }  // namespace
@@ -162,6 +163,7 @@ Status KernelDecoder::Forward(HiddenState& hidden, const std::vector<SessionRows
       Probe("Kcur_normed", l, m.k.data(), N * Dkv);
     }
     int64_t r0 = 0;
+    m.attention_rows.clear();
     for (const SessionRows& sr : batch) {
       KvCache& cache = *sr.cache;
       const int64_t start = cache.length();
@@ -178,13 +180,13 @@ Status KernelDecoder::Forward(HiddenState& hidden, const std::vector<SessionRows
       Probe("Krope", l, &m.k[r0 * Dkv], sr.n_tokens * Dkv);
       if (c.query_scale != 0)  // llama.cpp's ggml_scale of Gemma's q, after RoPE
         for (int64_t e = r0 * Dq; e < (r0 + sr.n_tokens) * Dq; ++e) m.q[e] *= c.query_scale;
-      AttentionShape as = ashape;
-      as.cache_stride = cache.max_length() * hd;
-      if (sliding) as.window = c.sliding_window;
-      Attention(&m.q[r0 * Dq], cache.keys(l, 0), cache.values(l, 0), as, start, sr.n_tokens, &m.att[r0 * Dq],
-                m.threads);
+      m.attention_rows.push_back({&m.q[r0 * Dq], cache.keys(l, 0), cache.values(l, 0), cache.max_length() * hd, start,
+                                  sr.n_tokens, &m.att[r0 * Dq]});
       r0 += sr.n_tokens;
     }
+    AttentionShape as = ashape;
+    if (sliding) as.window = c.sliding_window;
+    AttentionBatch(as, m.attention_rows.data(), static_cast<int>(m.attention_rows.size()), m.threads);
     Probe("kqv", l, m.att.data(), N * Dq);
     b.attn_output.Multiply(m.att.data(), N, m.proj.data(), m.threads);
     Probe("kqv_out", l, m.proj.data(), N * H);

@@ -80,7 +80,8 @@ int64_t ActGroupValues(ActLayout layout);
 int64_t ActRowBytes(ActLayout layout, int64_t cols);
 // Quantizes x[0, cols) into dst[0, ActRowBytes(layout, cols)) as described
 // above. cols must be a multiple of 32 (256 for kQ8K / kQ8KPaired).
-// Non-finite inputs give unspecified results. Uses AVX-512 when compiled in.
+// Non-finite inputs give unspecified results. Uses AVX-512 when compiled in
+// (else AVX2 for the 32-value blocks).
 void QuantizeActRow(ActLayout layout, const float* x, int64_t cols, uint8_t* dst);
 // Row pairs, for layout kQ8x2 (the paired kernels of kernels_avx512_pairs.cpp):
 // block b of activation rows 2k and 2k + 1 side by side, so one 512-bit

@@ -146,14 +146,14 @@ TEST(GgmlOps, DotF16ReductionOrder) {
 }
 
 // The attention's 16-keys-at-once scores equal GgmlDotF16 per key, bit for
-// bit, for head sizes that take the fast path (64, 128) and one that does
-// not (96). Values spread over 2^-8..2^8 so that another summation order
+// bit, for head sizes that take the fast paths (64, 128; 96 on AVX2) and
+// ones that do not (96 on AVX-512, 80). Values spread over 2^-8..2^8 so that another summation order
 // rounds differently — checked: a plain left-to-right float sum differs.
 TEST(GgmlOps, DotF16Rows16MatchesOneRowAtATime) {
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> mant(-1.0f, 1.0f);
   std::uniform_int_distribution<int> expo(-8, 8);
-  for (int64_t n : {64, 128, 96}) {
+  for (int64_t n : {64, 128, 96, 80}) {
     const int64_t stride = n + 32;
     int order_sensitive = 0;
     for (int trial = 0; trial < 20; ++trial) {
@@ -365,6 +365,58 @@ TEST(GgmlOps, AttentionScaleReplacesTheDefault) {
   s.scale = 1.0f;
   Attention(q8.data(), keys.data(), values.data(), s, len - 1, 1, b.data(), 1);
   EXPECT_EQ(a, b);
+}
+
+// A batch's attention in one pass gives each session what its own call gives,
+// bit for bit, whatever the sessions' lengths, query rows, cache sizes and
+// the thread count; and cache cells past a session's length (the attention
+// reads up to 15 of them with its 16-key scores, then drops them) change
+// nothing, even when they hold NaN.
+TEST(GgmlOps, AttentionBatchIsEachSessionsAttention) {
+  const int64_t d = 64, n_heads = 9, n_kv = 3;
+  struct Session {
+    int64_t start, t, max_len;
+    std::vector<uint16_t> keys, values;
+    std::vector<float> q, alone, batched;
+  };
+  std::vector<Session> sessions = {{4, 1, 16, {}, {}, {}, {}, {}},
+                                   {130, 1, 160, {}, {}, {}, {}, {}},
+                                   {30, 20, 64, {}, {}, {}, {}, {}},
+                                   {201, 1, 224, {}, {}, {}, {}, {}}};
+  std::mt19937 rng(13);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const uint16_t nan = Fp32ToFp16(std::numeric_limits<float>::quiet_NaN());
+  for (Session& x : sessions) {
+    x.keys.assign(n_kv * x.max_len * d, nan);
+    x.values.assign(n_kv * x.max_len * d, nan);
+    for (int64_t g = 0; g < n_kv; ++g)
+      for (int64_t j = 0; j < x.start + x.t; ++j)
+        for (int64_t e = 0; e < d; ++e) {
+          x.keys[(g * x.max_len + j) * d + e] = Fp32ToFp16(nd(rng));
+          x.values[(g * x.max_len + j) * d + e] = Fp32ToFp16(nd(rng));
+        }
+    x.q.resize(x.t * n_heads * d);
+    for (auto& v : x.q) v = nd(rng);
+    x.alone.resize(x.q.size());
+    x.batched.resize(x.q.size());
+  }
+  AttentionShape shape{n_heads, n_kv, d, 0};
+  std::vector<AttentionRows> rows;
+  for (Session& x : sessions) {
+    AttentionShape one = shape;
+    one.cache_stride = x.max_len * d;
+    Attention(x.q.data(), x.keys.data(), x.values.data(), one, x.start, x.t, x.alone.data(), 1);
+    rows.push_back({x.q.data(), x.keys.data(), x.values.data(), x.max_len * d, x.start, x.t, x.batched.data()});
+  }
+  for (int threads : {1, 2, 3}) {
+    AttentionBatch(shape, rows.data(), static_cast<int>(rows.size()), threads);
+    for (size_t n = 0; n < sessions.size(); ++n) {
+      const Session& x = sessions[n];
+      EXPECT_EQ(std::memcmp(x.batched.data(), x.alone.data(), x.alone.size() * sizeof(float)), 0)
+          << "session " << n << ", " << threads << " threads";
+      for (float v : x.alone) ASSERT_TRUE(std::isfinite(v)) << "session " << n << ": NaN past its length leaked in";
+    }
+  }
 }
 
 }  // namespace
