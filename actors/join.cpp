@@ -138,7 +138,8 @@ Counted CountsOf(const v1::Coverage& coverage, int64_t n_layers) {
 }  // namespace
 
 Result<scheduling::LayerSpan> ChooseLayers(const cluster::NodeConfig& config, std::chrono::seconds wait,
-                                           const std::function<bool()>& stopping) {
+                                           const std::function<bool()>& stopping,
+                                           std::optional<scheduling::LayerSpan> prefer) {
   TROUPE_ASSIGN_OR_RETURN(std::unique_ptr<ModelSource> source, ModelSource::Open(config.model));
   TROUPE_ASSIGN_OR_RETURN(Room room, RoomFor(config, *source));
   TROUPE_ASSIGN_OR_RETURN(std::unique_ptr<HeadLine> line, OpenHeadLine(config, *source));
@@ -148,7 +149,7 @@ Result<scheduling::LayerSpan> ChooseLayers(const cluster::NodeConfig& config, st
     Result<v1::Coverage> coverage = AskCoverage(*line->conn, line->query, 2000);
     if (coverage.ok()) {
       const Counted c = CountsOf(*coverage, source->config().n_layers);
-      const scheduling::LayerSpan chosen = scheduling::ChooseSpan(c.replicas, c.spans, room.layers);
+      const scheduling::LayerSpan chosen = scheduling::ChooseSpan(c.replicas, c.spans, room.layers, prefer);
       logging::Info(logging::Cat("layers auto: ", chosen.begin, "-", chosen.end, " of ", c.replicas.size(),
                                  " (room for ", room.layers, " in ", Mib(room.budget), " with a ",
                                  Mib(config.cache_budget_bytes), " cache budget)"));

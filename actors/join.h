@@ -25,9 +25,11 @@
 
 namespace troupe::actors {
 
-// `stopping` is asked between tries: true gives up (kCancelled).
+// `stopping` is asked between tries: true gives up (kCancelled). `prefer`:
+// the span a node moving chose before it drained (ChooseSpan's tie-break).
 Result<scheduling::LayerSpan> ChooseLayers(const cluster::NodeConfig& config, std::chrono::seconds wait,
-                                           const std::function<bool()>& stopping);
+                                           const std::function<bool()>& stopping,
+                                           std::optional<scheduling::LayerSpan> prefer = std::nullopt);
 
 // A better span for a node serving config.layer_begin..layer_end, and the
 // cluster's weakest coverage now and after the move.

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -448,8 +449,14 @@ int RunNode(const cluster::NodeConfig& given) {
     if (parent_gone()) return 1;  // the parent died before we could watch it
   }
   if (config.layers_auto) {
-    Result<scheduling::LayerSpan> span =
-        ChooseLayers(config, kJoinWait, [&] { return stop.WaitSignal(0) != 0 || parent_gone(); });
+    std::optional<scheduling::LayerSpan> prefer;  // where this node was moving to, if it was
+    if (const char* to = std::getenv(kMoveToEnv)) {
+      long long b = 0, e = 0;
+      if (std::sscanf(to, "%lld-%lld", &b, &e) == 2) prefer = scheduling::LayerSpan{b, e};
+      ::unsetenv(kMoveToEnv);
+    }
+    Result<scheduling::LayerSpan> span = ChooseLayers(
+        config, kJoinWait, [&] { return stop.WaitSignal(0) != 0 || parent_gone(); }, prefer);
     if (!span.ok()) {
       logging::Error(logging::Cat(span.status().ToString()));
       return 1;
@@ -498,6 +505,7 @@ int RunNode(const cluster::NodeConfig& given) {
   auto next_check = after(0.5, 1.0);
   std::optional<scheduling::LayerSpan> seen;  // the span the last answer said to move to
   bool moving = false;
+  scheduling::LayerSpan move_to;
   auto span_text = [](int64_t b, int64_t e) { return std::to_string(b) + "-" + std::to_string(e); };
   while (true) {
     const int signal = stop.WaitSignal(200);
@@ -536,6 +544,7 @@ int RunNode(const cluster::NodeConfig& given) {
               " to " + span_text(m.to.begin, m.to.end) + " (weakest coverage " + std::to_string(m.weakest_now) +
               " -> " + std::to_string(m.weakest_after) + "): draining, then starting again");
           moving = true;
+          move_to = m.to;
           (*node)->BeginDrain();
           continue;
         }
@@ -600,6 +609,7 @@ int RunNode(const cluster::NodeConfig& given) {
     std::_Exit(2);
   }).detach();
   (*node)->Stop();
+  if (moving) ::setenv(kMoveToEnv, span_text(move_to.begin, move_to.end).c_str(), 1);
   return moving ? kExitToMove : 0;
 }
 

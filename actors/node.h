@@ -92,8 +92,11 @@ Status WriteReadyFile(const cluster::NodeConfig& config, const Node& node);
 // A shard with `layers: auto` also moves when the cluster becomes lopsided
 // (join.h: CheckMove, every rebalance_seconds; two answers in a row): it
 // drains as above and returns kExitToMove, and the caller starts it again
-// (the same command: it chooses its layers anew).
+// (the same command: it chooses its layers anew). The span it set out for
+// travels to the new process in the environment (kMoveToEnv, "BEGIN-END"),
+// which it prefers among equally good spans (scheduling::ChooseSpan).
 int RunNode(const cluster::NodeConfig& config);
 constexpr int kExitToMove = 75;
+constexpr const char* kMoveToEnv = "TROUPE_MOVE_TO";
 
 }  // namespace troupe::actors

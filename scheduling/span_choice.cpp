@@ -27,7 +27,8 @@ Result<int64_t> LayersThatFit(const std::vector<uint64_t>& layer_bytes, uint64_t
   return static_cast<int64_t>(std::min<uint64_t>(fit, layer_bytes.size()));
 }
 
-LayerSpan ChooseSpan(const std::vector<uint32_t>& replicas, const std::vector<LayerSpan>& spans, int64_t max_layers) {
+LayerSpan ChooseSpan(const std::vector<uint32_t>& replicas, const std::vector<LayerSpan>& spans, int64_t max_layers,
+                     std::optional<LayerSpan> prefer) {
   const int64_t n = static_cast<int64_t>(replicas.size());
   if (n == 0) return {0, 0};
   const int64_t k = std::clamp<int64_t>(max_layers, 1, n);
@@ -47,12 +48,13 @@ LayerSpan ChooseSpan(const std::vector<uint32_t>& replicas, const std::vector<La
       if (b < n) candidates.push_back({b, std::min(n, b + k)});
     }
   }
-  // Smaller is better: (lowest count, -layers at it, sorted counts, begin).
-  auto score = [&replicas](const LayerSpan& s) {
+  // Smaller is better: (lowest count, -layers at it, sorted counts, not preferred, begin).
+  auto score = [&replicas, &prefer](const LayerSpan& s) {
     std::vector<uint32_t> counts(replicas.begin() + s.begin, replicas.begin() + s.end);
     std::sort(counts.begin(), counts.end());
     const int64_t at_lowest = std::count(counts.begin(), counts.end(), counts.front());
-    return std::make_tuple(counts.front(), -at_lowest, counts, s.begin);
+    const bool preferred = prefer && prefer->begin == s.begin && prefer->end == s.end;
+    return std::make_tuple(counts.front(), -at_lowest, counts, !preferred, s.begin);
   };
   LayerSpan best = candidates.front();
   auto best_score = score(best);

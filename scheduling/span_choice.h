@@ -48,8 +48,13 @@ struct LayerSpan {
 };
 
 // `replicas[i]`: live nodes serving layer i now; `spans`: their spans.
-// `max_layers` >= 1. An empty model gives {0, 0}.
-LayerSpan ChooseSpan(const std::vector<uint32_t>& replicas, const std::vector<LayerSpan>& spans, int64_t max_layers);
+// `max_layers` >= 1. An empty model gives {0, 0}. `prefer`, when it is one
+// of the best candidates, wins their tie instead of the lowest begin: a node
+// that drained to move there takes it even when another node moved away at
+// the same moment and left the two spans equal (both would otherwise take
+// the lower one, and both move back).
+LayerSpan ChooseSpan(const std::vector<uint32_t>& replicas, const std::vector<LayerSpan>& spans, int64_t max_layers,
+                     std::optional<LayerSpan> prefer = std::nullopt);
 
 // `replicas` and `spans` count this node, serving `current`. nullopt: stay.
 std::optional<LayerSpan> BetterSpan(const std::vector<uint32_t>& replicas, const std::vector<LayerSpan>& spans,

@@ -50,13 +50,13 @@ def _head_endpoint(c):
     return c.info["nodes"][0]["endpoints"]["nodes"]
 
 
-def _start_node(c, node_id, *flags, model=DEFAULT_MODEL, key="joiner"):
+def _start_node(c, node_id, *flags, model=DEFAULT_MODEL, key="joiner", env=None):
     log = open(c.dir / f"{node_id}.log", "w+")
     proc = subprocess.Popen(
         [str(TROUPE_BIN), "node", "--join", _head_endpoint(c), "--id", node_id, "--model", str(model),
          "--secret-key", str(c.dir / "keys" / key / "node.key"), "--allowlist", str(c.dir / "keys" / "allowlist"),
          "--head-key", str(c.dir / "keys" / "head" / "node.pub"), "--threads", "1", "--cache-budget-mb", "32",
-         *flags], stdout=log, stderr=log)
+         *flags], stdout=log, stderr=log, env=None if env is None else {**os.environ, **env})
     return proc, log
 
 
@@ -227,5 +227,30 @@ def test_a_node_moves_when_the_cluster_becomes_lopsided_and_loses_no_job(troupe_
     finally:
         stop_jobs.set()
         for proc, _ in joiners:
+            _stop(proc)
+        c.stop()
+
+
+def test_a_node_started_again_to_move_takes_the_span_it_set_out_for_on_a_tie(troupe_bin, model_path):
+    """Two nodes that drain to move at the same moment start again to a tie
+    (each span served once); each takes the span it set out for
+    (TROUPE_MOVE_TO, set by the process it was), not both the lowest one."""
+    c = Cluster(shards=2, extra=("--cache-budget-mb", "32"), prepare=_add_joiner_key)
+    nodes = []
+    try:
+        flags = ("--layers", "auto", "--memory-budget-mb", HALF_MODEL_BUDGET_MB, "--rebalance-seconds", "0")
+        plain = _start_node(c, "joiner-plain", *flags)
+        nodes.append(plain)
+        _wait("joiner-plain to join", lambda: "joiner-plain" in _status(c))
+        assert "layers auto: 0-15 of 30" in _read(plain[1]), _read(plain[1])  # a tie: the lowest begin
+        _stop(plain[0])
+        _wait("joiner-plain to leave", lambda: _spans(_status(c)) == [(0, 15), (15, 30)])
+        mover = _start_node(c, "joiner-mover", *flags, env={"TROUPE_MOVE_TO": "15-30"})
+        nodes.append(mover)
+        _wait("joiner-mover to join", lambda: "joiner-mover" in _status(c))
+        assert "layers auto: 15-30 of 30" in _read(mover[1]), _read(mover[1])
+        assert _spans(_status(c)) == [(0, 15), (15, 30), (15, 30)]
+    finally:
+        for proc, _ in nodes:
             _stop(proc)
         c.stop()

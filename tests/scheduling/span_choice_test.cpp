@@ -50,6 +50,21 @@ TEST(SpanChoiceTest, AllLayersCoveredEquallyTakesTheLowestStart) {
   ExpectSpan(ChooseSpan(Counts(30, live), live, 30), 0, 30);
 }
 
+// Two nodes on 0-15 both drained to move to 15-30 at once: each starts
+// again to a tie (0-15 and 15-30 served once each). Without a preference
+// both take 0-15 (the lowest begin) and find the cluster lopsided again;
+// the span it set out for wins the tie, and only a tie.
+TEST(SpanChoiceTest, TheSpanANodeMovedForWinsATieButNothingBetter) {
+  const std::vector<LayerSpan> live = {{0, 15}, {15, 30}};
+  ExpectSpan(ChooseSpan(Counts(30, live), live, 15), 0, 15);
+  ExpectSpan(ChooseSpan(Counts(30, live), live, 15, LayerSpan{15, 30}), 15, 30);
+  // 15-30 served twice: the preference does not take the node away from the weaker span.
+  const std::vector<LayerSpan> lopsided = {{0, 15}, {15, 30}, {15, 30}};
+  ExpectSpan(ChooseSpan(Counts(30, lopsided), lopsided, 15, LayerSpan{15, 30}), 0, 15);
+  // A preferred span that is no candidate (wider than the node holds) changes nothing.
+  ExpectSpan(ChooseSpan(Counts(30, live), live, 15, LayerSpan{0, 30}), 0, 15);
+}
+
 TEST(SpanChoiceTest, TheGapWinsOverAWiderSpanAroundIt) {
   const std::vector<LayerSpan> live = {{0, 10}};
   ExpectSpan(ChooseSpan(Counts(30, live), live, 30), 10, 30);
