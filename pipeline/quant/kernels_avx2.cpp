@@ -7,7 +7,7 @@
 // pairs) + madd (-> int32) replace VNNI; signed weights use abs(w) x sign(x, w).
 // Only 16 vector registers: tiles are at most 2 weight rows x 2 activation rows
 // (4 for float weights), except batches of Q4_1, Q5_0 and Q8_0 (BatchRows:
-// one weight row x 8 activation rows, the batch's scalars in vectors).
+// one weight row x 8 activation rows, packed side by side per block).
 // Activation layouts as in activations.h (Q4_K reads kQ8KPaired, whose
 // 32-value runs line up with its nibbles).
 
@@ -188,9 +188,10 @@ struct Q50GgmlKernel : GgmlAccPolicy {
 
 // Batches (n >= 2 activation rows) of Q4_1, Q5_0 and Q8_0: one weight row
 // against up to kBatchRows activation rows at a time, each block decoded
-// once. The activations' per-block scalars sit transposed in 8-lane vectors
-// (TransposeBatchScales: d_x, and Q4_1's s_x, of rows t0..t0+7 for block b),
-// so one vector multiply gives every row's fp16(d_w) * d_x and, for Q4_1, one
+// once. The activations are first packed per tile of kBatchRows rows and per
+// block (BatchBlock, PackBatch): the rows' 32 bytes side by side, then their
+// d_x and s_x as 8-lane vectors. So the tile walks one stream, and one
+// vector multiply gives every row's fp16(d_w) * d_x and, for Q4_1, one
 // vector FMA advances every row's summs chain. Each lane does the same
 // operation on the same values as the one-row kernels' scalars for that row,
 // and each row's eight lanes take the same FMA per block, so every output is
@@ -222,48 +223,57 @@ struct Q8_0Values {
 using Q5_0Batch = SignedBatch<Q5_0Bits>;
 using Q8_0Batch = SignedBatch<Q8_0Values>;
 
-// [tile][block][kBatchRows] of d_x, then the same of s_x; lanes past n are 0.
-struct BatchScales {
-  const float* d;
-  const float* s;
+// Block b of a tile's kBatchRows activation rows; rows past n are zero.
+struct alignas(32) BatchBlock {
+  int8_t q[kBatchRows][32];
+  float d[kBatchRows];
+  float s[kBatchRows];
 };
 
-BatchScales TransposeBatchScales(const MatmulArgs& a, int64_t nblocks) {
-  thread_local std::vector<float> buf;
+// [tile][block] for the n activation rows of `a` (a per-thread buffer).
+const BatchBlock* PackBatch(const MatmulArgs& a, int64_t nblocks) {
+  thread_local std::vector<BatchBlock> buf;
   const int64_t tiles = (a.n + kBatchRows - 1) / kBatchRows;
-  const size_t half = static_cast<size_t>(tiles * nblocks * kBatchRows);
-  buf.assign(2 * half, 0.0f);
-  for (int64_t t = 0; t < a.n; ++t) {
-    const auto* x = reinterpret_cast<const ActGroupQ8x2*>(a.xq + t * a.xq_stride);
-    float* d = buf.data() + (t / kBatchRows) * nblocks * kBatchRows + t % kBatchRows;
-    for (int64_t b = 0; b < nblocks; ++b) {
-      d[b * kBatchRows] = x[b / 2].d[b % 2];
-      d[half + b * kBatchRows] = x[b / 2].s[b % 2];
+  buf.resize(static_cast<size_t>(tiles * nblocks));
+  for (int64_t tile = 0; tile < tiles; ++tile) {
+    BatchBlock* out = buf.data() + tile * nblocks;
+    for (int j = 0; j < kBatchRows; ++j) {
+      const int64_t t = tile * kBatchRows + j;
+      if (t >= a.n) {
+        for (int64_t b = 0; b < nblocks; ++b) {
+          std::memset(out[b].q[j], 0, 32);
+          out[b].d[j] = out[b].s[j] = 0.0f;
+        }
+        continue;
+      }
+      const auto* x = reinterpret_cast<const ActGroupQ8x2*>(a.xq + t * a.xq_stride);
+      for (int64_t b = 0; b < nblocks; ++b) {
+        std::memcpy(out[b].q[j], x[b / 2].q + 32 * (b % 2), 32);
+        out[b].d[j] = x[b / 2].d[b % 2];
+        out[b].s[j] = x[b / 2].s[b % 2];
+      }
     }
   }
-  return {buf.data(), buf.data() + half};
+  return buf.data();
 }
 
 template <class B, int T>
-void BatchTile(const MatmulArgs& a, int64_t r, int64_t t0, const float* xd, const float* xs) {
+void BatchTile(const MatmulArgs& a, int64_t r, int64_t t0, const BatchBlock* x) {
   const int64_t nblocks = a.cols / 32;
   const uint8_t* row = a.w + r * a.row_bytes;
-  const uint8_t* x[T];
-  for (int j = 0; j < T; ++j) x[j] = a.xq + (t0 + j) * a.xq_stride;
   __m256 acc[T];
   for (int j = 0; j < T; ++j) acc[j] = _mm256_setzero_ps();
   __m256 summs = _mm256_setzero_ps();
-  for (int64_t b = 0; b < nblocks; ++b) {
+  for (int64_t b = 0; b < nblocks; ++b, ++x) {
     const uint8_t* p = row + b * B::kBlockBytes;
     const B w(p);
     alignas(32) float dd[kBatchRows];
-    _mm256_store_ps(dd, _mm256_mul_ps(_mm256_set1_ps(HalfAt(p)), _mm256_loadu_ps(xd + b * kBatchRows)));
+    _mm256_store_ps(dd, _mm256_mul_ps(_mm256_set1_ps(HalfAt(p)), _mm256_load_ps(x->d)));
     if constexpr (B::kMins) {
-      summs = _mm256_fmadd_ps(_mm256_set1_ps(HalfAt(p + 2)), _mm256_loadu_ps(xs + b * kBatchRows), summs);
+      summs = _mm256_fmadd_ps(_mm256_set1_ps(HalfAt(p + 2)), _mm256_load_ps(x->s), summs);
     }
-    const int64_t off = (b / 2) * static_cast<int64_t>(sizeof(ActGroupQ8x2)) + 32 * (b % 2);
     for (int j = 0; j < T; ++j) {
-      const __m256 xy = _mm256_cvtepi32_ps(w.Dot(Load256(x[j] + off)));
+      const __m256 xy = _mm256_cvtepi32_ps(w.Dot(Load256(x->q[j])));
       acc[j] = _mm256_fmadd_ps(_mm256_broadcast_ss(dd + j), xy, acc[j]);
     }
   }
@@ -273,8 +283,8 @@ void BatchTile(const MatmulArgs& a, int64_t r, int64_t t0, const float* xd, cons
 }
 
 template <class B, int T>
-void BatchTiles(const MatmulArgs& a, int64_t r0, int64_t r1, int64_t t0, const float* xd, const float* xs) {
-  for (int64_t r = r0; r < r1; ++r) BatchTile<B, T>(a, r, t0, xd, xs);
+void BatchTiles(const MatmulArgs& a, int64_t r0, int64_t r1, int64_t t0, const BatchBlock* x) {
+  for (int64_t r = r0; r < r1; ++r) BatchTile<B, T>(a, r, t0, x);
 }
 
 // One activation row: the one-row kernels (tile_driver.h's decode shape).
@@ -297,25 +307,23 @@ template <class B>
 void BatchRows(const MatmulArgs& a, int64_t r0, int64_t r1) {
   if (a.n == 1) return tiling::Rows<typename OneRowKernel<B>::type>(a, r0, r1);
   const int64_t nblocks = a.cols / 32;
-  const BatchScales sc = TransposeBatchScales(a, nblocks);
+  const BatchBlock* packed = PackBatch(a, nblocks);
   // Weight rows in chunks of ~16 KB, which stay in L1/L2 while every tile of
   // activation rows goes by.
   const int64_t chunk = std::max<int64_t>(1, 16384 / a.row_bytes);
   for (int64_t rc = r0; rc < r1; rc += chunk) {
     const int64_t re = std::min(r1, rc + chunk);
     for (int64_t t0 = 0; t0 < a.n; t0 += kBatchRows) {
-      const int64_t off = (t0 / kBatchRows) * nblocks * kBatchRows;
-      const float* xd = sc.d + off;
-      const float* xs = sc.s + off;
+      const BatchBlock* x = packed + (t0 / kBatchRows) * nblocks;
       switch (std::min<int64_t>(kBatchRows, a.n - t0)) {
-        case 1: BatchTiles<B, 1>(a, rc, re, t0, xd, xs); break;
-        case 2: BatchTiles<B, 2>(a, rc, re, t0, xd, xs); break;
-        case 3: BatchTiles<B, 3>(a, rc, re, t0, xd, xs); break;
-        case 4: BatchTiles<B, 4>(a, rc, re, t0, xd, xs); break;
-        case 5: BatchTiles<B, 5>(a, rc, re, t0, xd, xs); break;
-        case 6: BatchTiles<B, 6>(a, rc, re, t0, xd, xs); break;
-        case 7: BatchTiles<B, 7>(a, rc, re, t0, xd, xs); break;
-        default: BatchTiles<B, 8>(a, rc, re, t0, xd, xs); break;
+        case 1: BatchTiles<B, 1>(a, rc, re, t0, x); break;
+        case 2: BatchTiles<B, 2>(a, rc, re, t0, x); break;
+        case 3: BatchTiles<B, 3>(a, rc, re, t0, x); break;
+        case 4: BatchTiles<B, 4>(a, rc, re, t0, x); break;
+        case 5: BatchTiles<B, 5>(a, rc, re, t0, x); break;
+        case 6: BatchTiles<B, 6>(a, rc, re, t0, x); break;
+        case 7: BatchTiles<B, 7>(a, rc, re, t0, x); break;
+        default: BatchTiles<B, 8>(a, rc, re, t0, x); break;
       }
     }
   }
