@@ -82,8 +82,12 @@ void Bridge::Heartbeat() {
   const cluster::NodeConfig& c = ctx_->config;
   if (!(c.shard || c.StageNode()) || c.head_id.empty() || c.head_id == ctx_->node_id) return;
   const auto now = std::chrono::steady_clock::now();
-  if (now < next_heartbeat_) return;
+  // A drain is said at the next tick, not at the next second: a node that
+  // moves must be seen draining before another decides the same move.
+  const bool draining = ctx_->draining;
+  if (now < next_heartbeat_ && draining == said_draining_) return;
   next_heartbeat_ = now + std::chrono::seconds(1);
+  said_draining_ = draining;
   const cluster::PeerConfig* head = c.FindPeer(c.head_id);
   if (!head || head->endpoint.empty()) return;
   Result<transport::LinkId> link = ctx_->links->ConnectTo(c.head_id, head->endpoint);
@@ -101,7 +105,7 @@ void Bridge::Heartbeat() {
   last_batches_ = batches;
   hb->set_step_ms(step_ms_);
   hb->set_sessions(static_cast<uint32_t>(ctx_->counters.sessions_open.load()));
-  hb->set_draining(ctx_->draining);
+  hb->set_draining(draining);
   hb->set_rss_bytes(ResidentBytes());
   hb->set_version(kTroupeVersion);
   hb->set_device(ctx_->device_text);

@@ -44,7 +44,8 @@ class Bridge {
   void OnTick();
   // A shard tells its head it is alive every second from this thread, not
   // from its actor: a long batch delays the actor's announces, but only a
-  // stopped, hung or cut-off process stops these.
+  // stopped, hung or cut-off process stops these. A drain that begins is
+  // said at once (within a tick, PollLoopOptions::tick_ms).
   void Heartbeat();
   void Answer(const Origin& to, v1::Envelope envelope);
 
@@ -52,6 +53,7 @@ class Bridge {
   std::shared_ptr<NodeContext> ctx_;
   std::unique_ptr<transport::Outbound> replies_;  // created on the loop thread
   std::chrono::steady_clock::time_point next_heartbeat_;
+  bool said_draining_ = false;  // what the last heartbeat said
   std::chrono::steady_clock::time_point next_send_error_log_;
   // Compute per step, smoothed over heartbeats (what Heartbeat.step_ms says).
   uint64_t last_compute_ns_ = 0, last_batches_ = 0;
