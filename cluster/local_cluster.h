@@ -67,7 +67,11 @@ struct ClusterOptions {
   std::string device = "cpu", backend = "auto", dtype = "auto";  // every node's (node_config.h)
   uint64_t cache_budget_bytes = uint64_t{512} << 20;             // per shard node
   int max_batch_sessions = 0;
-  double burst_wait_ms = 1;               // every node's; see node_config.h
+  // Every node's; see node_config.h. 10, not a node's default 1: the nodes of
+  // a local cluster share this machine's cores, so groups of sessions that ran
+  // a stage apart gain nothing from computing at once and lose by reading every
+  // weight apart; the sampler's longer hold merges them into one batch.
+  double burst_wait_ms = 10;
   double kept_session_ttl_seconds = 300;  // the head's; see node_config.h
   bool prefix_reuse = true;               // the head's; see node_config.h
   int64_t max_queued_jobs = 1024;         // the head's; see node_config.h

@@ -8,11 +8,13 @@ the Python SDK, batch sizes from the nodes' own counters (`troupe status`).
 """
 import json
 import pathlib
+import subprocess
 import sys
 import threading
+import time
 
 from conftest import ROOT
-from test_cluster import Cluster, run
+from test_cluster import TROUPE_BIN, Cluster, run
 from test_metrics import _scrape
 
 sys.path.insert(0, str(ROOT / "clients" / "python" / "src"))
@@ -119,5 +121,43 @@ def test_a_session_ending_inside_a_burst_leaves_no_one_waiting():
                 assert _queues_over(_scrape(n["metrics_url"]), n["id"], "shard", 500) == 0, n["id"]
         head = _scrape(f"http://127.0.0.1:{c.info['http_port']}/metrics")
         assert _queues_over(head, "head", "lm_head", 500) == 0
+    finally:
+        c.stop()
+
+
+def test_sessions_started_apart_merge_into_one_batch():
+    """Jobs that reach the head a quarter second apart start as groups of one,
+    a stage apart; the sampler holds each group's next steps for the others
+    due back to the same first shard (scheduling/burst_joiner.h), and they
+    merge into one batch. With 1 ms they stayed apart (2.2 rows a batch in a
+    run here). `cluster up` writes 10 ms, not a node's 1 ms: its nodes share
+    this machine's cores, so groups apart only take turns."""
+    c = Cluster(shards=2, extra=("--burst-wait-ms", "50"))  # a long bound, as above
+    try:
+        before = _counters(c)
+        jobs = []
+        for p in PROMPTS:
+            jobs.append(subprocess.Popen([str(TROUPE_BIN), "submit", "--endpoint", c.endpoint, "--prompt", p,
+                                          "--max-tokens", "160", "--min-tokens", "160"],
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+            time.sleep(0.25)
+        for job in jobs:
+            _, err = job.communicate(timeout=300)
+            assert job.returncode == 0, err
+        after = _counters(c)
+        for node in ("shard-0", "shard-1"):
+            rows = after[node]["batch_rows_total"] - before[node]["batch_rows_total"]
+            batches = after[node]["batches_total"] - before[node]["batches_total"]
+            # 692 rows: merged, ~190 batches (3.7 rows each); apart, ~320 (2.2).
+            assert rows / batches >= 3.0, f"{node}: {rows} rows in {batches} batches — the groups did not merge"
+    finally:
+        c.stop()
+
+
+def test_cluster_up_writes_its_own_burst_wait():
+    c = Cluster(shards=1)
+    try:
+        for name in ("head.yaml", "shard-0.yaml"):
+            assert "burst_wait_ms: 10\n" in (c.dir / name).read_text(), name
     finally:
         c.stop()
