@@ -42,9 +42,9 @@
 //                                   # and the sampler holds a session's next step this
 //                                   # long at most for others due back to the same first
 //                                   # shard, so that they leave as one burst
-//                                   # (`cluster up` writes 10: its nodes share
-//                                   # one machine's cores)
-//                                   # (scheduling/burst_joiner.h); 0 = never waits
+//                                   # (scheduling/burst_joiner.h); 0 = never waits.
+//                                   # `cluster up` writes 10: its nodes share one
+//                                   # machine's cores
 //   step_timeout_seconds: 120       # head: fail a session that makes no progress
 //   kept_session_ttl_seconds: 300   # head: an idle kept session expires after this long
 //                                   # (keep it below the shards' idle_timeout_seconds)
