@@ -215,10 +215,13 @@ void MultiplySharedWithIsa(Isa isa, const MatmulOutput* outputs, int count, cons
     build_pairs();
   }
   const int parts = nt * kPartsPerThread;
-  pool.Run(parts, [&](int part) {
-    RunRange(jobs, SplitPoint(jobs, count, total_bytes, part, parts),
-             SplitPoint(jobs, count, total_bytes, part + 1, parts));
-  });
+  pool.Run(
+      parts,
+      [&](int part) {
+        RunRange(jobs, SplitPoint(jobs, count, total_bytes, part, parts),
+                 SplitPoint(jobs, count, total_bytes, part + 1, parts));
+      },
+      nt);
 }
 
 }  // namespace troupe

@@ -2,6 +2,8 @@
 
 #include <sched.h>
 
+#include <algorithm>
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define TROUPE_CPU_RELAX() _mm_pause()
@@ -12,13 +14,19 @@
 namespace troupe {
 namespace {
 
-// ~10-15 us of polling before a thread goes to sleep; every 64 polls it
-// yields so a crowded core goes to whoever needs it. Longer spins took cores
-// from the other nodes of a host: 16 sessions through head + 3 shards on two
-// cores ran 10 % faster with 1024 polls than with 4096 (3 alternated runs
-// each: 518 vs 472 tok/s), while one session and a single process kept
-// their speed (their kernels follow each other within microseconds).
-constexpr int kSpinPolls = 1024;
+// Polling before a thread goes to sleep: 4096 polls, ~180 us on the 2-vCPU
+// AVX2 VM of bench/results/avx2 (a pause costs ~100 cycles there), ~50 us
+// where a pause is short. Every 64 polls it yields, so a crowded core goes to
+// whoever needs it. Waking a sleeping worker costs 0.1-0.3 ms on that VM, more
+// than the gaps between a step's kernels, so a short spin loses the helper for
+// the next kernel. With one worker per 2-thread process (Run's `threads`),
+// 4096 polls against 1024: a single process decoded 80.5 vs 74.5 tok/s (10
+// alternated runs), one session through head + 3 shards 61.2 vs 59.7 and 55.3
+// vs 54.7 (8 each), 16 sessions 212/231 vs 218/224. Nodes call Park() between
+// steps, so the spin never outlasts a step. (With three workers per process
+// the longer spin took cores from the other nodes: 16 sessions ran 10 %
+// slower, 472 vs 518 tok/s.)
+constexpr int kSpinPolls = 4096;
 
 template <class Pred>
 bool SpinUntil(const Pred& ready) {
@@ -82,27 +90,37 @@ void ThreadPool::WorkerLoop() {
       seen = generation_.load();
       job = job_;
     }
-    if (job) Work(*job);
+    // Workers beyond the caller's thread count stay out of this job.
+    if (job && job->joined.fetch_add(1) < job->helpers) Work(*job);
   }
 }
 
-void ThreadPool::Run(int parts, const std::function<void(int part)>& fn) {
-  if (parts <= 1) {
-    if (parts == 1) fn(0);
+void ThreadPool::Run(int parts, const std::function<void(int part)>& fn, int threads) {
+  const int helpers = std::min(parts, threads > 0 ? threads : parts) - 1;
+  if (parts <= 0) return;
+  if (helpers <= 0) {
+    for (int p = 0; p < parts; ++p) fn(p);
     return;
   }
   std::lock_guard<std::mutex> run_lock(run_mutex_);
   parked_.store(false, std::memory_order_relaxed);
-  EnsureWorkers(parts - 1);
+  EnsureWorkers(helpers);
   auto job = std::make_shared<Job>();
   job->fn = &fn;
   job->parts = parts;
+  job->helpers = helpers;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     job_ = job;
     generation_.fetch_add(1, std::memory_order_release);
   }
-  if (sleeping_.load() > 0) wake_.notify_all();
+  if (sleeping_.load() > 0) {
+    if (helpers == 1) {
+      wake_.notify_one();
+    } else {
+      wake_.notify_all();
+    }
+  }
   Work(*job);
   if (!SpinUntil([&] { return job->done.load(std::memory_order_acquire) == parts; })) {
     std::unique_lock<std::mutex> lock(mutex_);

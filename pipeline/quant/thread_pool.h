@@ -5,12 +5,17 @@
 // machine is oversubscribed (several shard processes on one host, a CAF
 // scheduler, a second engine) a 2-thread region then runs orders of magnitude
 // slower (measured here: 1.8 vs 138 tokens/s). These workers spin briefly
-// (some microseconds, yielding the core while they do), then sleep on
-// a condition variable, so back-to-back kernels stay hot and an idle or
-// crowded process does not burn cores.
+// (up to ~0.2 ms, yielding the core while they do; thread_pool.cpp says why),
+// then sleep on a condition variable, so back-to-back kernels stay hot and an
+// idle or crowded process does not burn cores.
 //
-// Run(parts, fn) calls fn(part) for every part in [0, parts) on up to `parts`
-// threads, the caller included, and returns when all are done. Which thread
+// Run(parts, fn, threads) calls fn(part) for every part in [0, parts) on up
+// to `threads` threads (the caller included; 0 means `parts`), and returns
+// when all are done. Parts go to whichever taking-part thread is free, so
+// parts > threads evens out a thread the OS preempts, without starting more
+// threads than the caller asked for: an extra worker would only wake, find
+// nothing left, and spin beside the others (on two cores, three workers for a
+// 2-thread product took the core from the caller every ~100 us). Which thread
 // runs which part is unspecified; a part must not depend on that (results are
 // the same for any thread count). Calls from different threads are serialized.
 // Thread-safety: Run may be called from any thread; fn must be reentrant.
@@ -30,7 +35,7 @@ namespace troupe {
 class ThreadPool {
  public:
   // The process-wide pool. Workers are started on first use, as many as the
-  // largest `parts` asked for minus one (the caller works too).
+  // largest number of threads asked for minus one (the caller works too).
   static ThreadPool& Global();
 
   ThreadPool() = default;
@@ -38,7 +43,7 @@ class ThreadPool {
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  void Run(int parts, const std::function<void(int part)>& fn);
+  void Run(int parts, const std::function<void(int part)>& fn, int threads = 0);
 
   // Sends idle workers to sleep now instead of after their spin: for a
   // caller that knows no Run follows soon (a node process between steps:
@@ -53,6 +58,8 @@ class ThreadPool {
   struct Job {
     const std::function<void(int)>* fn = nullptr;
     int parts = 0;
+    int helpers = 0;             // workers that may take part
+    std::atomic<int> joined{0};  // workers that tried to
     std::atomic<int> next{0};
     std::atomic<int> done{0};
   };

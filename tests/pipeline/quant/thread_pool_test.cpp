@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -68,6 +70,35 @@ TEST(ThreadPool, RunsEveryPartAfterPark) {
   }
   for (auto& t : callers) t.join();
   EXPECT_EQ(total.load(), 3 * 100 * 3);
+}
+
+// More parts than threads even out a preempted thread, but only `threads`
+// threads (the caller included) take part, also once the pool holds more
+// workers for an earlier, wider caller.
+TEST(ThreadPool, PartsBeyondThreadsRunOnAtMostThatManyThreads) {
+  ThreadPool pool;
+  auto threads_used = [&](int parts, int threads) {
+    std::mutex mu;
+    std::set<std::thread::id> ids;
+    std::vector<std::atomic<int>> hits(parts);
+    pool.Run(
+        parts,
+        [&](int p) {
+          hits[p].fetch_add(1);
+          std::this_thread::sleep_for(std::chrono::microseconds(200));  // long enough for every worker to try
+          std::lock_guard<std::mutex> lock(mu);
+          ids.insert(std::this_thread::get_id());
+        },
+        threads);
+    for (int p = 0; p < parts; ++p) EXPECT_EQ(hits[p].load(), 1) << "part " << p;
+    return ids.size();
+  };
+  for (int round = 0; round < 20; ++round) EXPECT_LE(threads_used(16, 2), 2u);
+  EXPECT_GE(threads_used(16, 4), 2u);  // the pool now holds 3 workers
+  for (int round = 0; round < 20; ++round) {
+    EXPECT_LE(threads_used(16, 2), 2u);
+    EXPECT_EQ(threads_used(5, 1), 1u);
+  }
 }
 
 TEST(ThreadPool, ParallelRangesCoverEveryIndexOnce) {
