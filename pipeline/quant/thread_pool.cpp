@@ -15,9 +15,9 @@ namespace troupe {
 namespace {
 
 // Polling before a thread goes to sleep: 4096 polls, ~180 us on the 2-vCPU
-// AVX2 VM of bench/results/avx2 (a pause costs ~100 cycles there), ~50 us
-// where a pause is short. Every 64 polls it yields, so a crowded core goes to
-// whoever needs it. Waking a sleeping worker costs 0.1-0.3 ms on that VM, more
+// AVX2 VM of bench/results/avx2 (a pause costs ~100 cycles there; the time
+// follows the CPU's pause latency). Every 64 polls it yields, so a crowded
+// core goes to whoever needs it. Waking a sleeping worker costs 0.1-0.3 ms on that VM, more
 // than the gaps between a step's kernels, so a short spin loses the helper for
 // the next kernel. With one worker per 2-thread process (Run's `threads`),
 // 4096 polls against 1024: a single process decoded 80.5 vs 74.5 tok/s (10
