@@ -17,15 +17,15 @@ namespace {
 // Polling before a thread goes to sleep: 4096 polls, ~180 us on the 2-vCPU
 // AVX2 VM of bench/results/avx2 (a pause costs ~100 cycles there; the time
 // follows the CPU's pause latency). Every 64 polls it yields, so a crowded
-// core goes to whoever needs it. Waking a sleeping worker costs 0.1-0.3 ms on that VM, more
-// than the gaps between a step's kernels, so a short spin loses the helper for
-// the next kernel. With one worker per 2-thread process (Run's `threads`),
-// 4096 polls against 1024: a single process decoded 80.5 vs 74.5 tok/s (10
-// alternated runs), one session through head + 3 shards 61.2 vs 59.7 and 55.3
-// vs 54.7 (8 each), 16 sessions 212/231 vs 218/224. Nodes call Park() between
-// steps, so the spin never outlasts a step. (With three workers per process
-// the longer spin took cores from the other nodes: 16 sessions ran 10 %
-// slower, 472 vs 518 tok/s.)
+// core goes to whoever needs it. Waking a sleeping worker costs 0.1-0.3 ms on
+// that VM, more than the gaps between a step's kernels, so a short spin loses
+// the helper for the next kernel. With one worker per 2-thread process (Run's
+// `threads`), 4096 polls against 1024: a single process decoded 80.5 vs 74.5
+// tok/s (10 alternated runs), one session through head + 3 shards 61.2 vs 59.7
+// and 55.3 vs 54.7 (8 each), 16 sessions 212/231 vs 218/224. Nodes call Park()
+// between steps, so the spin never outlasts a step. (With three workers per
+// process the longer spin took cores from the other nodes: 16 sessions ran
+// 10 % slower, 472 vs 518 tok/s.)
 constexpr int kSpinPolls = 4096;
 
 template <class Pred>
