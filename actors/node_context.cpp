@@ -13,6 +13,7 @@
 #include "actors/hop_timing.h"
 #include "actors/local_messages.h"
 #include "messages/envelope_codec.h"
+#include "pipeline/quant/thread_pool.h"
 #include "scheduling/console_views.h"
 
 namespace troupe::actors {
@@ -189,6 +190,9 @@ std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& f
       }
       StepMessage step{from, env.request_id(), std::move(*env.mutable_step()), std::move(m.tensor), SteadyNs()};
       caf::anon_send(target, std::move(step));
+      // The stage computes on the pool's threads as soon as its actor runs:
+      // wake them now, in parallel with the actor's worker.
+      if (stage == v1::STAGE_SHARD || stage == v1::STAGE_LM_HEAD) ThreadPool::Global().Prewake();
       return std::nullopt;
     }
     case v1::Envelope::kSessionOpen:

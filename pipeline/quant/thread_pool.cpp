@@ -130,6 +130,19 @@ void ThreadPool::Run(int parts, const std::function<void(int part)>& fn, int thr
 
 void ThreadPool::Park() { parked_.store(true, std::memory_order_relaxed); }
 
+void ThreadPool::Prewake() {
+  parked_.store(false, std::memory_order_relaxed);
+  if (sleeping_.load() == 0) return;
+  {
+    // A new generation with the same job_: a woken worker finds that job
+    // finished (or, during a Run, joins it as usual: `helpers` still
+    // bounds who works) and spins for the next one.
+    std::lock_guard<std::mutex> lock(mutex_);
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  wake_.notify_all();
+}
+
 void ParallelRanges(int64_t n, int parts, const std::function<void(int64_t, int64_t)>& body) {
   if (parts <= 1 || n <= 1) {
     if (n > 0) body(0, n);

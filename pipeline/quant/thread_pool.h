@@ -52,6 +52,14 @@ class ThreadPool {
   // Run wakes them as usual.
   void Park();
 
+  // Wakes sleeping workers now, for a caller that knows a Run comes soon
+  // (a node whose step has just arrived, while its actor's worker wakes and
+  // reads the step): they spin as after a Run, so the first product of the
+  // step finds them awake instead of waking them itself. Cancels a Park.
+  // Cheap when no worker sleeps; a worker that no Run finds within its spin
+  // goes back to sleep.
+  void Prewake();
+
  private:
   // One Run's work. Workers keep a reference; a finished job has every part
   // claimed, so a late worker never calls its (by then dangling) fn.

@@ -1,5 +1,6 @@
 // ThreadPool: every part runs exactly once, for any part count, from many
-// successive and concurrent callers; ParallelRanges covers [0, n) exactly.
+// successive and concurrent callers, with Park and Prewake in between;
+// ParallelRanges covers [0, n) exactly.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -99,6 +100,50 @@ TEST(ThreadPool, PartsBeyondThreadsRunOnAtMostThatManyThreads) {
     EXPECT_LE(threads_used(16, 2), 2u);
     EXPECT_EQ(threads_used(5, 1), 1u);
   }
+}
+
+// Prewake wakes sleeping workers without a job, from any thread, at any
+// time: during a Run they may join it, but still only up to its `threads`,
+// and every part still runs exactly once.
+TEST(ThreadPool, PrewakeFromAnotherThreadKeepsRunsExactAndWithinTheirThreads) {
+  ThreadPool pool;
+  pool.Run(
+      4, [](int) { std::this_thread::sleep_for(std::chrono::microseconds(200)); }, 4);  // 3 workers
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> prewakes{0};
+  std::thread waker([&] {
+    while (!stop.load()) {
+      pool.Prewake();
+      prewakes.fetch_add(1);
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  });
+  for (int round = 0; round < 500; ++round) {
+    std::mutex mu;
+    std::set<std::thread::id> ids;
+    std::vector<std::atomic<int>> hits(8);
+    pool.Run(
+        8,
+        [&](int p) {
+          hits[p].fetch_add(1);
+          std::lock_guard<std::mutex> lock(mu);
+          ids.insert(std::this_thread::get_id());
+        },
+        2);
+    for (int p = 0; p < 8; ++p) ASSERT_EQ(hits[p].load(), 1) << "round " << round << " part " << p;
+    ASSERT_LE(ids.size(), 2u) << "round " << round;
+    if (round % 5 == 0) pool.Park();
+    if (round % 100 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));  // let them sleep
+  }
+  stop = true;
+  waker.join();
+  EXPECT_GT(prewakes.load(), 0);
+  // With no Run to find, prewoken workers go back to sleep; a later Run wakes them.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::atomic<int> n{0};
+  pool.Run(
+      4, [&](int) { n.fetch_add(1); }, 2);
+  EXPECT_EQ(n.load(), 4);
 }
 
 TEST(ThreadPool, ParallelRangesCoverEveryIndexOnce) {
