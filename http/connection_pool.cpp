@@ -1,5 +1,7 @@
 #include "http/connection_pool.h"
 
+#include "pipeline/thread_name.h"
+
 namespace troupe::http {
 namespace {
 
@@ -24,7 +26,10 @@ void ConnectionPool::enqueue(std::function<void()> fn) {
     cv_.notify_one();
     return;
   }
-  std::thread t([this] { Work(); });
+  std::thread t([this] {
+    NameThisThread("troupe-http-req");
+    Work();
+  });
   const std::thread::id id = t.get_id();
   workers_.emplace(id, std::move(t));
 }

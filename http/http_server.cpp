@@ -18,6 +18,7 @@
 #include "http/socket_lookup.h"
 #include "pipeline/log.h"
 #include "pipeline/text/stream_decoder.h"
+#include "pipeline/thread_name.h"
 
 namespace troupe::http {
 namespace {
@@ -104,7 +105,10 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions options)
   if (listener >= 0) ::listen(listener, SOMAXCONN);
   s->port_ = port;
   httplib::Server* raw = s->server_.get();
-  s->thread_ = std::thread([raw] { raw->listen_after_bind(); });
+  s->thread_ = std::thread([raw] {
+    NameThisThread("troupe-http");
+    raw->listen_after_bind();
+  });
   return s;
 }
 

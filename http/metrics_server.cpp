@@ -2,6 +2,8 @@
 
 #include <httplib.h>
 
+#include "pipeline/thread_name.h"
+
 namespace troupe::http {
 
 Result<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::string& host, int port,
@@ -16,7 +18,10 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::string& h
     return Status::Unavailable("metrics: cannot listen on " + host + ":" + std::to_string(port));
   }
   httplib::Server* server = m->server_.get();
-  m->thread_ = std::thread([server] { server->listen_after_bind(); });
+  m->thread_ = std::thread([server] {
+    NameThisThread("troupe-metrics");
+    server->listen_after_bind();
+  });
   return m;
 }
 

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <vector>
 
+#include "pipeline/thread_name.h"
 #include "transport/socket_options.h"
 
 namespace troupe::transport {
@@ -190,6 +191,7 @@ enum class ItemKind { kWake, kLink, kMonitor, kChannel };
 }  // namespace
 
 void PollLoop::Run() {
+  NameThisThread("troupe-loop");
   State state;
   Clock::time_point next_tick = Clock::now() + std::chrono::milliseconds(options_.tick_ms);
   std::vector<zmq_pollitem_t> items;

@@ -11,6 +11,8 @@
 #define TROUPE_CPU_RELAX() ((void)0)
 #endif
 
+#include "pipeline/thread_name.h"
+
 namespace troupe {
 namespace {
 
@@ -73,6 +75,7 @@ void ThreadPool::Work(Job& job) {
 }
 
 void ThreadPool::WorkerLoop() {
+  NameThisThread("troupe-pool");
   uint64_t seen = 0;
   while (true) {
     const bool work = SpinUntil(

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "pipeline/thread_name.h"
 #include "tests/transport/step_messages.h"
 
 namespace troupe::transport {
@@ -71,6 +72,23 @@ Status SendRetrying(Outbox& outbox, const std::string& peer, Frames& frames) {
     std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
   return Status::DeadlineExceeded("still backed up");
+}
+
+// The loop thread is named for whoever profiles the process (top -H, perf).
+TEST(PollLoop, ItsThreadIsNamedTroupeLoop) {
+  const int before = CountThreadsNamed("troupe-loop");
+  zmq::context_t ctx;
+  Recorder rec;
+  auto loop = PollLoop::Start(ctx, rec.Callbacks());
+  ASSERT_TRUE(loop.ok()) << loop.status().ToString();
+#if defined(__linux__)
+  for (int i = 0; i < 200 && CountThreadsNamed("troupe-loop") < before + 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(CountThreadsNamed("troupe-loop"), before + 1);
+#endif
+  (*loop)->Stop();
+  EXPECT_EQ(CountThreadsNamed("troupe-loop"), before);
 }
 
 TEST(PollLoop, ProducerThreadStreamsTenThousandStepsInOrder) {

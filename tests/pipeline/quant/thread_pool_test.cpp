@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "pipeline/quant/thread_pool.h"
+#include "pipeline/thread_name.h"
 
 namespace troupe {
 namespace {
@@ -144,6 +145,25 @@ TEST(ThreadPool, PrewakeFromAnotherThreadKeepsRunsExactAndWithinTheirThreads) {
   pool.Run(
       4, [&](int) { n.fetch_add(1); }, 2);
   EXPECT_EQ(n.load(), 4);
+}
+
+// Its workers are named for whoever profiles the process (top -H, perf).
+TEST(ThreadPool, WorkersAreNamedTroupePool) {
+  const int before = CountThreadsNamed("troupe-pool");
+  {
+    ThreadPool pool;
+    std::atomic<int> n{0};
+    pool.Run(
+        3, [&](int) { n.fetch_add(1); }, 3);  // starts 2 workers
+    EXPECT_EQ(n.load(), 3);
+#if defined(__linux__)
+    for (int i = 0; i < 200 && CountThreadsNamed("troupe-pool") < before + 2; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    EXPECT_EQ(CountThreadsNamed("troupe-pool"), before + 2);
+#endif
+  }
+  EXPECT_EQ(CountThreadsNamed("troupe-pool"), before);  // joined with the pool
 }
 
 TEST(ThreadPool, ParallelRangesCoverEveryIndexOnce) {
