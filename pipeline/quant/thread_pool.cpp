@@ -146,16 +146,4 @@ void ThreadPool::Prewake() {
   wake_.notify_all();
 }
 
-void ParallelRanges(int64_t n, int parts, const std::function<void(int64_t, int64_t)>& body) {
-  if (parts <= 1 || n <= 1) {
-    if (n > 0) body(0, n);
-    return;
-  }
-  if (parts > n) parts = static_cast<int>(n);
-  ThreadPool::Global().Run(parts, [&](int p) {
-    const int64_t begin = n * p / parts, end = n * (p + 1) / parts;
-    if (begin < end) body(begin, end);
-  });
-}
-
 }  // namespace troupe

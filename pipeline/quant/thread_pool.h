@@ -89,9 +89,4 @@ class ThreadPool {
   std::atomic<bool> parked_{false};
 };
 
-// Splits [0, n) into `parts` contiguous ranges, the same for any thread count,
-// and runs body(begin, end) for each through the global pool. parts <= 1 (or
-// n small) runs inline.
-void ParallelRanges(int64_t n, int parts, const std::function<void(int64_t begin, int64_t end)>& body);
-
 }  // namespace troupe

@@ -409,6 +409,7 @@ TEST(GgmlOps, AttentionBatchIsEachSessionsAttention) {
     rows.push_back({x.q.data(), x.keys.data(), x.values.data(), x.max_len * d, x.start, x.t, x.batched.data()});
   }
   for (int threads : {1, 2, 3}) {
+    for (Session& x : sessions) x.batched.assign(x.batched.size(), std::numeric_limits<float>::quiet_NaN());
     AttentionBatch(shape, rows.data(), static_cast<int>(rows.size()), threads);
     for (size_t n = 0; n < sessions.size(); ++n) {
       const Session& x = sessions[n];

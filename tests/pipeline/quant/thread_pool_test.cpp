@@ -1,6 +1,6 @@
 // ThreadPool: every part runs exactly once, for any part count, from many
-// successive and concurrent callers, with Park and Prewake in between;
-// ParallelRanges covers [0, n) exactly.
+// successive and concurrent callers, with Park and Prewake in between; its
+// threads are named.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -164,18 +164,6 @@ TEST(ThreadPool, WorkersAreNamedTroupePool) {
 #endif
   }
   EXPECT_EQ(CountThreadsNamed("troupe-pool"), before);  // joined with the pool
-}
-
-TEST(ThreadPool, ParallelRangesCoverEveryIndexOnce) {
-  for (int64_t n : {0, 1, 5, 1000}) {
-    for (int parts : {1, 2, 3, 8}) {
-      std::vector<std::atomic<int>> seen(n);
-      ParallelRanges(n, parts, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) seen[i].fetch_add(1);
-      });
-      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(seen[i].load(), 1) << n << " " << parts;
-    }
-  }
 }
 
 }  // namespace
