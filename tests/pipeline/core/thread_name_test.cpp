@@ -13,14 +13,20 @@
 namespace troupe {
 namespace {
 
-TEST(ThreadName, NamesTheCallingThreadOnly) {
-  const std::string before = ThisThreadName();
+// The name a new thread reads back after naming itself `name`.
+std::string NamedOnANewThread(const std::string& name) {
   std::string inside;
   std::thread t([&] {
-    NameThisThread("troupe-test");
+    NameThisThread(name);
     inside = ThisThreadName();
   });
   t.join();
+  return inside;
+}
+
+TEST(ThreadName, NamesTheCallingThreadOnly) {
+  const std::string before = ThisThreadName();
+  const std::string inside = NamedOnANewThread("troupe-test");
 #if defined(__linux__)
   EXPECT_EQ(inside, "troupe-test");
 #endif
@@ -60,12 +66,7 @@ TEST(ThreadName, CountsTheProcesssThreadsByName) {
 }
 
 TEST(ThreadName, LongNamesAreCutAtFifteenBytes) {
-  std::string inside;
-  std::thread t([&] {
-    NameThisThread("troupe-a-very-long-thread-name");
-    inside = ThisThreadName();
-  });
-  t.join();
+  const std::string inside = NamedOnANewThread("troupe-a-very-long-thread-name");
 #if defined(__linux__)
   EXPECT_EQ(inside, "troupe-a-very-l");
 #endif
