@@ -66,6 +66,7 @@ v1::MetricsSnapshot NodeMetrics(const NodeContext& ctx) {
   g["sessions_open"] = static_cast<double>(c.sessions_open.load());
   if (ctx.config.shard || ctx.config.StageNode()) g["draining"] = ctx.draining ? 1.0 : 0.0;
   g["kept_sessions"] = static_cast<double>(c.kept_sessions.load());
+  g["burst_wait_ms"] = ctx.config.burst_wait_ms;  // a setting, shown so operators see what each node waits
   if (ctx.config.head) {
     g["jobs_live"] = static_cast<double>(c.jobs_live.load());
     g["queue_depth"] = static_cast<double>(c.queue_depth.load());

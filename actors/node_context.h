@@ -179,7 +179,8 @@ struct NodeContext {
 };
 
 // This node's MetricsSnapshot: node_id, time, the counters above (gauges for
-// cache_bytes_in_use, cache_bytes_parked, cache_budget_bytes, sessions_open, kept_sessions), the reject
+// cache_bytes_in_use, cache_bytes_parked, cache_budget_bytes, sessions_open, kept_sessions,
+// burst_wait_ms), the reject
 // counters, and the refusals (handshakes, announces, links in trouble; actors/refusals.h).
 v1::MetricsSnapshot NodeMetrics(const NodeContext& ctx);
 

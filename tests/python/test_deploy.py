@@ -194,6 +194,11 @@ def test_the_compose_topology_answers_a_prompt(network, topology, tmp_path):
         return p.returncode == 0 and json.loads(p.stdout)["nodes"]["head"].get("route_ready") == 1
 
     _wait("the three shards to join the head", routed, 180)
+    # compose.yaml's TROUPE_BURST_WAIT_MS reached every node (four nodes on one host's cores).
+    p = network.run("client", t.exec("head", ["troupe", "status", *client, "--json"]), env=t.env("head"), timeout=60)
+    nodes = json.loads(p.stdout)["nodes"]
+    assert {n: nodes[n].get("burst_wait_ms") for n in ("head", "shard-0", "shard-1", "shard-2")} == {
+        n: 10 for n in ("head", "shard-0", "shard-1", "shard-2")}, nodes
     assert "shard 'shard-2' joined: layers 20-30 at tcp://shard-2:5601" in log("head"), all_logs()
     prompt = "What is the capital of France?"
     p = network.run("client", t.exec("head", ["troupe", "submit", *client, "--prompt", prompt, "--chat",

@@ -66,6 +66,7 @@ def test_every_node_serves_metrics_that_parse_and_move(cluster):
             assert inf == count
         assert _value(after, "troupe_step_compute_ms_sum", node=node, stage="shard") > 0
         assert _value(after, "troupe_cache_budget_bytes", node=node) == 32 << 20
+        assert _value(after, "troupe_burst_wait_ms", node=node) == 10  # what `cluster up` writes
         assert "troupe_step_bytes_sent" in after  # bytes on the wire per link (to=...)
     head = _scrape(head_url)
     # The head's /metrics is the whole cluster's: every node, and the head's own stages.
