@@ -58,6 +58,11 @@ struct MatmulArgs {
   // llama.cpp would repack this matrix (GgmlRepacks): kernels of that type
   // then follow its interleaved gemv's order instead of its vec_dot's.
   bool repacked = false;
+  // Names the contents of xq for this one product (MultiplyShared gives each
+  // call a new id): a kernel that lays the activation rows out again may keep
+  // that layout per thread and reuse it for every run of rows with the same
+  // id and xq. 0: no reuse.
+  uint64_t x_id = 0;
 };
 
 // Whether llama.cpp's CPU backend, on an AVX2 CPU with its default REPACK

@@ -231,9 +231,19 @@ struct alignas(32) BatchBlock {
 };
 
 // [tile][block] for the n activation rows of `a` (a per-thread buffer).
+// A thread packs once per product: the later runs of rows it takes with the
+// same a.x_id and a.xq reuse its packing (a prefill's product is cut into 16
+// runs on 2 threads, and each packed every row before).
 const BatchBlock* PackBatch(const MatmulArgs& a, int64_t nblocks) {
   thread_local std::vector<BatchBlock> buf;
+  thread_local uint64_t packed_id = 0;
+  thread_local const uint8_t* packed_xq = nullptr;
   const int64_t tiles = (a.n + kBatchRows - 1) / kBatchRows;
+  if (a.x_id != 0 && a.x_id == packed_id && a.xq == packed_xq && buf.size() == static_cast<size_t>(tiles * nblocks)) {
+    return buf.data();
+  }
+  packed_id = a.x_id;
+  packed_xq = a.xq;
   buf.resize(static_cast<size_t>(tiles * nblocks));
   for (int64_t tile = 0; tile < tiles; ++tile) {
     BatchBlock* out = buf.data() + tile * nblocks;

@@ -13,6 +13,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <memory>
 
@@ -160,6 +161,8 @@ void MultiplySharedWithIsa(Isa isa, const MatmulOutput* outputs, int count, cons
   if (pairs) scratch_bytes = pairs_offset + ActPairsBytes(n, cols);
   uint8_t* xq = scratch_bytes > 0 ? ThreadScratch(static_cast<size_t>(scratch_bytes)) : nullptr;
 
+  static std::atomic<uint64_t> next_x_id{1};
+  const uint64_t x_id = next_x_id.fetch_add(1, std::memory_order_relaxed);
   Job jobs[kMaxOutputs];
   int64_t total_bytes = 0, total_macs = 0;
   for (int i = 0; i < count; ++i) {
@@ -182,6 +185,7 @@ void MultiplySharedWithIsa(Isa isa, const MatmulOutput* outputs, int count, cons
     job.args.y = outputs[i].y;
     job.args.ldy = w.rows();
     job.args.repacked = GgmlRepacks(w.type(), w.rows());
+    job.args.x_id = x_id;
     job.rows = w.rows();
     job.first_byte = total_bytes;
     total_bytes += w.rows() * w.row_bytes();
