@@ -89,6 +89,14 @@ std::optional<ApiError> ReadInt(const json& body, const char* key, int64_t lo, i
                                 std::optional<int64_t>* out) {
   const json* v = Field(body, key);
   if (!v) return std::nullopt;
+  if (v->is_number_float()) {  // JSON has one number type: name the value, and a range it broke
+    const double d = v->get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && (d < static_cast<double>(lo) || d > static_cast<double>(hi))) {
+      return Invalid(key,
+                     "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " + v->dump());
+    }
+    return Invalid(key, "expected an integer, got " + v->dump(), "invalid_type");
+  }
   if (!v->is_number_integer()) return WrongType(key, "an integer", *v);
   if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi)) {
     return Invalid(key, "must be at most " + std::to_string(hi) + ", got " + v->dump());
@@ -334,6 +342,11 @@ std::optional<ApiError> ParseRequest(ApiKind kind, const std::string& body, Pars
   if (i) params.min_tokens = static_cast<int32_t>(*i);
   bool has_seed = false;
   if (const json* v = Field(j, "seed")) {
+    if (v->is_number_float()) {  // past 64 bits a JSON integer parses as a float
+      const double d = v->get<double>();
+      if (std::isfinite(d) && d == std::floor(d)) return Invalid("seed", "must fit in 64 bits, got " + v->dump());
+      return Invalid("seed", "expected an integer, got " + v->dump(), "invalid_type");
+    }
     if (!v->is_number_integer()) return WrongType("seed", "an integer", *v);
     params.seed = v->is_number_unsigned() ? v->get<uint64_t>() : static_cast<uint64_t>(v->get<int64_t>());
     has_seed = true;

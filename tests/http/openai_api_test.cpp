@@ -136,6 +136,17 @@ TEST(OpenAiApi, RefusalsNameTheField) {
       "n");
   EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "max_tokens": -1})").param, "max_tokens");
   EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "max_tokens": 1.5})").code, "invalid_type");
+  EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "max_tokens": 1.5})").message,
+            "max_tokens: expected an integer, got 1.5");
+  // Past 64 bits a JSON integer parses as a float: a range error, naming the value.
+  const ApiError huge = MustFail(ApiKind::kCompletion, R"({"prompt": "x", "max_tokens": 1180591620717411303424})");
+  EXPECT_EQ(huge.code, "invalid_value");
+  EXPECT_EQ(huge.message, "max_tokens: must be between 1 and 1073741824, got 1.1805916207174113e+21");
+  const ApiError seed = MustFail(ApiKind::kCompletion, R"({"prompt": "x", "seed": 1180591620717411303424})");
+  EXPECT_EQ(seed.code, "invalid_value");
+  EXPECT_EQ(seed.message, "seed: must fit in 64 bits, got 1.1805916207174113e+21");
+  EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "seed": 2.5})").message,
+            "seed: expected an integer, got 2.5");
   EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "temperature": "1"})").param, "temperature");
   EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "temperature": 2.5})").param, "temperature");
   EXPECT_EQ(MustFail(ApiKind::kCompletion, R"({"prompt": "x", "stop": ["a", 1]})").param, "stop");
