@@ -77,6 +77,7 @@ struct Q4_1GgmlKernel : GgmlAccPolicy {
 
   template <int R, int T>
   static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, GgmlAcc (&acc)[R][T]) {
+    if constexpr (R == 1 && T == 1) return AccumulateOne(a, r, t0, acc[0][0]);
     const int64_t nblocks = a.cols / 32;
     const uint8_t* row0 = a.w + r * a.row_bytes;
     const __m256i low4 = _mm256_set1_epi8(0x0F);
@@ -97,6 +98,41 @@ struct Q4_1GgmlKernel : GgmlAccPolicy {
       }
     }
   }
+
+  // The decode shape (one weight row, one activation row), the same
+  // operations on the same values in the same order as above, with fewer
+  // instructions around them (the loop above spent ~30 a block, ~12 cycles
+  // on this AVX2 VM): blocks go in pairs that share an activation group, and
+  // d_w and m_w convert together, [d_w, m_w] in lanes 0 and 1; summs then
+  // runs as lane 1 of a 128-bit FMA (m_w * s_x + summs, rounded as the scalar
+  // FMA rounds it; lanes 0, 2 and 3 are ignored) and moves back to lane 0.
+  static void AccumulateOne(const MatmulArgs& a, int64_t r, int64_t t0, GgmlAcc& acc) {
+    const int64_t nblocks = a.cols / 32;
+    const uint8_t* p = a.w + r * a.row_bytes;
+    const auto* x = reinterpret_cast<const ActGroupQ8x2*>(a.xq + t0 * a.xq_stride);
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    __m256 v = acc.v;
+    __m128 s = _mm_moveldup_ps(acc.s);  // summs in lane 1
+    auto block = [&](const uint8_t* pb, const int8_t* q, const float* d, const float* sx) {
+      const __m128i qs = LoadU128(pb + 4);
+      const __m256i wq =
+          _mm256_and_si256(_mm256_inserti128_si256(_mm256_castsi128_si256(qs), _mm_srli_epi16(qs, 4), 1), low4);
+      int32_t dm_bits;
+      std::memcpy(&dm_bits, pb, sizeof dm_bits);
+      const __m128 dm = _mm_cvtph_ps(_mm_cvtsi32_si128(dm_bits));  // [d_w, m_w, 0, 0]
+      const __m256 xy = _mm256_cvtepi32_ps(DotU8S8(wq, Load256(q)));
+      v = _mm256_fmadd_ps(_mm256_broadcastss_ps(_mm_mul_ss(dm, _mm_load_ss(d))), xy, v);
+      s = _mm_fmadd_ps(dm, _mm_broadcast_ss(sx), s);
+    };
+    int64_t b = 0;
+    for (; b + 2 <= nblocks; b += 2, ++x, p += 2 * kBlockBytes) {
+      block(p, x->q, &x->d[0], &x->s[0]);
+      block(p + kBlockBytes, x->q + 32, &x->d[1], &x->s[1]);
+    }
+    if (b < nblocks) block(p, x->q, &x->d[0], &x->s[0]);
+    acc.v = v;
+    acc.s = _mm_movehdup_ps(s);
+  }
 };
 
 // Q8_0 x Q8_0: ggml's AVX2 loop (abs(w) x sign(x, w), one block at a time).
@@ -106,6 +142,7 @@ struct Q8_0Kernel : GgmlAccPolicy {
 
   template <int R, int T>
   static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, GgmlAcc (&acc)[R][T]) {
+    if constexpr (R == 1 && T == 1) return AccumulateOne(a, r, t0, acc[0][0]);
     const int64_t nblocks = a.cols / 32;
     const uint8_t* row0 = a.w + r * a.row_bytes;
     for (int64_t b = 0; b < nblocks; ++b) {
@@ -122,6 +159,27 @@ struct Q8_0Kernel : GgmlAccPolicy {
         }
       }
     }
+  }
+
+  // The decode shape: the operations above in the same order, blocks in
+  // pairs that share an activation group (as Q4_1GgmlKernel::AccumulateOne).
+  static void AccumulateOne(const MatmulArgs& a, int64_t r, int64_t t0, GgmlAcc& acc) {
+    const int64_t nblocks = a.cols / 32;
+    const uint8_t* p = a.w + r * a.row_bytes;
+    const auto* x = reinterpret_cast<const ActGroupQ8x2*>(a.xq + t0 * a.xq_stride);
+    __m256 v = acc.v;
+    auto block = [&](const uint8_t* pb, const int8_t* q, const float* d) {
+      const __m256i w = LoadU256(pb + 2);
+      const __m256i raw = DotU8S8(_mm256_sign_epi8(w, w), _mm256_sign_epi8(Load256(q), w));
+      v = _mm256_fmadd_ps(_mm256_set1_ps(HalfAt(pb) * *d), _mm256_cvtepi32_ps(raw), v);
+    };
+    int64_t b = 0;
+    for (; b + 2 <= nblocks; b += 2, ++x, p += 2 * kBlockBytes) {
+      block(p, x->q, &x->d[0]);
+      block(p + kBlockBytes, x->q + 32, &x->d[1]);
+    }
+    if (b < nblocks) block(p, x->q, &x->d[0]);
+    acc.v = v;
   }
 };
 
@@ -168,6 +226,7 @@ struct Q50GgmlKernel : GgmlAccPolicy {
 
   template <int R, int T>
   static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, GgmlAcc (&acc)[R][T]) {
+    if constexpr (R == 1 && T == 1) return AccumulateOne(a, r, t0, acc[0][0]);
     const int64_t nblocks = a.cols / 32;
     const uint8_t* row0 = a.w + r * a.row_bytes;
     for (int64_t b = 0; b < nblocks; ++b) {
@@ -183,6 +242,27 @@ struct Q50GgmlKernel : GgmlAccPolicy {
         }
       }
     }
+  }
+
+  // The decode shape: the operations above in the same order, blocks in
+  // pairs that share an activation group (as Q4_1GgmlKernel::AccumulateOne).
+  static void AccumulateOne(const MatmulArgs& a, int64_t r, int64_t t0, GgmlAcc& acc) {
+    const int64_t nblocks = a.cols / 32;
+    const uint8_t* p = a.w + r * a.row_bytes;
+    const auto* x = reinterpret_cast<const ActGroupQ8x2*>(a.xq + t0 * a.xq_stride);
+    __m256 v = acc.v;
+    auto block = [&](const uint8_t* pb, const int8_t* xq, const float* d) {
+      const __m256i q = F::Values(pb);
+      const __m256i raw = DotU8S8(_mm256_sign_epi8(q, q), _mm256_sign_epi8(Load256(xq), q));
+      v = _mm256_fmadd_ps(_mm256_set1_ps(HalfAt(pb) * *d), _mm256_cvtepi32_ps(raw), v);
+    };
+    int64_t b = 0;
+    for (; b + 2 <= nblocks; b += 2, ++x, p += 2 * F::kBlockBytes) {
+      block(p, x->q, &x->d[0]);
+      block(p + F::kBlockBytes, x->q + 32, &x->d[1]);
+    }
+    if (b < nblocks) block(p, x->q, &x->d[0]);
+    acc.v = v;
   }
 };
 
