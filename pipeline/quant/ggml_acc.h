@@ -33,11 +33,17 @@ struct GgmlAccPolicy {
   using Acc = GgmlAcc;
   static GgmlAcc Zero() { return {_mm256_setzero_ps(), _mm_setzero_ps()}; }
   static float Sum(const GgmlAcc& a) { return GgmlSum(a); }
+  // GgmlSum of each, bit for bit, four at a time: the same additions on
+  // the same values, with the four rows' partial sums transposed into lanes.
   static void Sum4(const GgmlAcc& a, const GgmlAcc& b, const GgmlAcc& c, const GgmlAcc& d, float* out) {
-    out[0] = GgmlSum(a);
-    out[1] = GgmlSum(b);
-    out[2] = GgmlSum(c);
-    out[3] = GgmlSum(d);
+    __m128 ra = _mm_add_ps(_mm256_extractf128_ps(a.v, 1), _mm256_castps256_ps128(a.v));
+    __m128 rb = _mm_add_ps(_mm256_extractf128_ps(b.v, 1), _mm256_castps256_ps128(b.v));
+    __m128 rc = _mm_add_ps(_mm256_extractf128_ps(c.v, 1), _mm256_castps256_ps128(c.v));
+    __m128 rd = _mm_add_ps(_mm256_extractf128_ps(d.v, 1), _mm256_castps256_ps128(d.v));
+    _MM_TRANSPOSE4_PS(ra, rb, rc, rd);  // ra: every row's lane 0, rb: lane 1, ...
+    const __m128 sum = _mm_add_ps(_mm_add_ps(ra, rc), _mm_add_ps(rb, rd));
+    const __m128 s = _mm_movelh_ps(_mm_unpacklo_ps(a.s, b.s), _mm_unpacklo_ps(c.s, d.s));
+    _mm_storeu_ps(out, _mm_add_ps(sum, s));
   }
 };
 
