@@ -198,9 +198,6 @@ std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& f
     }
     case v1::Envelope::kSessionOpen:
     case v1::Envelope::kSessionClose:
-      target = ctx.shard;
-      what = "shard";
-      break;
     case v1::Envelope::kMetricsQuery:  // from the head: this node's metrics
     case v1::Envelope::kNodeDrain:     // from the head: leave once the sessions are gone
       target = ctx.shard;
