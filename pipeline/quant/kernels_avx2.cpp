@@ -64,7 +64,7 @@ struct FloatAcc {
   }
 };
 
-// Q4_1 and Q8_0 below accumulate in ggml's order (GgmlAccPolicy,
+// Q4_1 and SignedGgmlKernel (Q4_0, Q5_0, Q8_0) below accumulate in ggml's order (GgmlAccPolicy,
 // pipeline/quant/ggml_acc.h) to compute llama.cpp's vec_dot bit for bit.
 
 // Q4_1 x Q8_1 as ggml's AVX2 loop, one block at a time: 32 nibbles as
@@ -135,57 +135,10 @@ struct Q4_1GgmlKernel : GgmlAccPolicy {
   }
 };
 
-// Q8_0 x Q8_0: ggml's AVX2 loop (abs(w) x sign(x, w), one block at a time).
-struct Q8_0Kernel : GgmlAccPolicy {
-  static constexpr int kMaxR = 2, kMaxT = 2;
-  static constexpr int64_t kBlockBytes = 34;
-
-  template <int R, int T>
-  static void Accumulate(const MatmulArgs& a, int64_t r, int64_t t0, GgmlAcc (&acc)[R][T]) {
-    if constexpr (R == 1 && T == 1) return AccumulateOne(a, r, t0, acc[0][0]);
-    const int64_t nblocks = a.cols / 32;
-    const uint8_t* row0 = a.w + r * a.row_bytes;
-    for (int64_t b = 0; b < nblocks; ++b) {
-      for (int i = 0; i < R; ++i) {
-        const uint8_t* p = row0 + i * a.row_bytes + b * kBlockBytes;
-        const __m256i w = LoadU256(p + 2);
-        const __m256i w_abs = _mm256_sign_epi8(w, w);
-        const float dw = HalfAt(p);
-        for (int j = 0; j < T; ++j) {
-          const auto* x = reinterpret_cast<const ActGroupQ8x2*>(a.xq + (t0 + j) * a.xq_stride) + b / 2;
-          const int k = static_cast<int>(b % 2);
-          const __m256i raw = DotU8S8(w_abs, _mm256_sign_epi8(Load256(x->q + 32 * k), w));
-          acc[i][j].v = _mm256_fmadd_ps(_mm256_set1_ps(dw * x->d[k]), _mm256_cvtepi32_ps(raw), acc[i][j].v);
-        }
-      }
-    }
-  }
-
-  // The decode shape: the operations above in the same order, blocks in
-  // pairs that share an activation group (as Q4_1GgmlKernel::AccumulateOne).
-  static void AccumulateOne(const MatmulArgs& a, int64_t r, int64_t t0, GgmlAcc& acc) {
-    const int64_t nblocks = a.cols / 32;
-    const uint8_t* p = a.w + r * a.row_bytes;
-    const auto* x = reinterpret_cast<const ActGroupQ8x2*>(a.xq + t0 * a.xq_stride);
-    __m256 v = acc.v;
-    auto block = [&](const uint8_t* pb, const int8_t* q, const float* d) {
-      const __m256i w = LoadU256(pb + 2);
-      const __m256i raw = DotU8S8(_mm256_sign_epi8(w, w), _mm256_sign_epi8(Load256(q), w));
-      v = _mm256_fmadd_ps(_mm256_set1_ps(HalfAt(pb) * *d), _mm256_cvtepi32_ps(raw), v);
-    };
-    int64_t b = 0;
-    for (; b + 2 <= nblocks; b += 2, ++x, p += 2 * kBlockBytes) {
-      block(p, x->q, &x->d[0]);
-      block(p + kBlockBytes, x->q + 32, &x->d[1]);
-    }
-    if (b < nblocks) block(p, x->q, &x->d[0]);
-    acc.v = v;
-  }
-};
-
-// Q4_0 and Q5_0 x Q8_0 in llama.cpp's orders, one block at a time: nibbles
-// [low | high] (bytes_from_nibbles_32), less 8 (Q4_0) or less 16 where the
-// qh bit is clear (Q5_0, bytes_from_bits_32); abs(q) x sign(x, q).
+// Q4_0, Q5_0 and Q8_0 x Q8_0 in llama.cpp's orders, one block at a time:
+// nibbles [low | high] (bytes_from_nibbles_32), less 8 (Q4_0) or less 16
+// where the qh bit is clear (Q5_0, bytes_from_bits_32), or the 32 bytes as
+// they are (Q8_0); abs(q) x sign(x, q).
 inline __m256i Nibbles32(const uint8_t* qs16) {
   const __m128i qs = LoadU128(qs16);
   return _mm256_and_si256(_mm256_inserti128_si256(_mm256_castsi128_si256(qs), _mm_srli_epi16(qs, 4), 1),
@@ -212,6 +165,11 @@ struct Q5_0Bits {
   }
 };
 
+struct Q8_0Values {
+  static constexpr int64_t kBlockBytes = 34;
+  static __m256i Values(const uint8_t* p) { return LoadU256(p + 2); }
+};
+
 inline __m256i BlockDot(__m256i q_abs, __m256i q, const MatmulArgs& a, int64_t t, int64_t b, float* dx) {
   const auto* x = reinterpret_cast<const ActGroupQ8x2*>(a.xq + t * a.xq_stride) + b / 2;
   const int k = static_cast<int>(b % 2);
@@ -221,7 +179,7 @@ inline __m256i BlockDot(__m256i q_abs, __m256i q, const MatmulArgs& a, int64_t t
 
 // vec_dot: acc = fma(d_w d_x, float(lane sums), acc) per block.
 template <class F>
-struct Q50GgmlKernel : GgmlAccPolicy {
+struct SignedGgmlKernel : GgmlAccPolicy {
   static constexpr int kMaxR = 2, kMaxT = 2;
 
   template <int R, int T>
@@ -295,10 +253,6 @@ struct SignedBatch {
   __m256i q, u;
   explicit SignedBatch(const uint8_t* p) : q(F::Values(p)), u(_mm256_sign_epi8(q, q)) {}
   __m256i Dot(__m256i x) const { return DotU8S8(u, _mm256_sign_epi8(x, q)); }
-};
-struct Q8_0Values {
-  static constexpr int64_t kBlockBytes = 34;
-  static __m256i Values(const uint8_t* p) { return LoadU256(p + 2); }
 };
 using Q5_0Batch = SignedBatch<Q5_0Bits>;
 using Q8_0Batch = SignedBatch<Q8_0Values>;
@@ -386,11 +340,11 @@ struct OneRowKernel<Q4_1Batch> {
 };
 template <>
 struct OneRowKernel<Q5_0Batch> {
-  using type = Q50GgmlKernel<Q5_0Bits>;
+  using type = SignedGgmlKernel<Q5_0Bits>;
 };
 template <>
 struct OneRowKernel<Q8_0Batch> {
-  using type = Q8_0Kernel;
+  using type = SignedGgmlKernel<Q8_0Values>;
 };
 
 template <class B>
@@ -445,7 +399,7 @@ struct Q4_0RepackKernel : RepackAccPolicy {
 
 void Q4_0Rows(const MatmulArgs& a, int64_t r0, int64_t r1) {
   if (a.repacked) return tiling::Rows<Q4_0RepackKernel>(a, r0, r1);
-  tiling::Rows<Q50GgmlKernel<Q4_0Bits>>(a, r0, r1);
+  tiling::Rows<SignedGgmlKernel<Q4_0Bits>>(a, r0, r1);
 }
 
 inline const ActBlockQ8K* XBlock(const MatmulArgs& a, int64_t t, int64_t sb) {
