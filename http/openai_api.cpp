@@ -85,17 +85,22 @@ std::optional<ApiError> ReadNumber(const json& body, const char* key, double lo,
   return std::nullopt;
 }
 
+// For a float where an integer belongs (JSON has one number type, and an
+// integer past 64 bits parses as a float): `range` when the value is whole
+// but outside [lo, hi], else "expected an integer"; both name the value.
+ApiError NotAnInteger(const std::string& key, const json& v, double lo, double hi, const std::string& range) {
+  const double d = v.get<double>();
+  if (std::isfinite(d) && d == std::floor(d) && (d < lo || d > hi)) return Invalid(key, range + ", got " + v.dump());
+  return Invalid(key, "expected an integer, got " + v.dump(), "invalid_type");
+}
+
 std::optional<ApiError> ReadInt(const json& body, const char* key, int64_t lo, int64_t hi,
                                 std::optional<int64_t>* out) {
   const json* v = Field(body, key);
   if (!v) return std::nullopt;
-  if (v->is_number_float()) {  // JSON has one number type: name the value, and a range it broke
-    const double d = v->get<double>();
-    if (std::isfinite(d) && d == std::floor(d) && (d < static_cast<double>(lo) || d > static_cast<double>(hi))) {
-      return Invalid(key,
-                     "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " + v->dump());
-    }
-    return Invalid(key, "expected an integer, got " + v->dump(), "invalid_type");
+  if (v->is_number_float()) {
+    return NotAnInteger(key, *v, static_cast<double>(lo), static_cast<double>(hi),
+                        "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
   }
   if (!v->is_number_integer()) return WrongType(key, "an integer", *v);
   if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi)) {
@@ -342,11 +347,8 @@ std::optional<ApiError> ParseRequest(ApiKind kind, const std::string& body, Pars
   if (i) params.min_tokens = static_cast<int32_t>(*i);
   bool has_seed = false;
   if (const json* v = Field(j, "seed")) {
-    if (v->is_number_float()) {  // past 64 bits a JSON integer parses as a float
-      const double d = v->get<double>();
-      if (std::isfinite(d) && d == std::floor(d)) return Invalid("seed", "must fit in 64 bits, got " + v->dump());
-      return Invalid("seed", "expected an integer, got " + v->dump(), "invalid_type");
-    }
+    if (v->is_number_float())
+      return NotAnInteger("seed", *v, -0x1p63, std::nextafter(0x1p64, 0.0), "must fit in 64 bits");
     if (!v->is_number_integer()) return WrongType("seed", "an integer", *v);
     params.seed = v->is_number_unsigned() ? v->get<uint64_t>() : static_cast<uint64_t>(v->get<int64_t>());
     has_seed = true;
