@@ -50,7 +50,7 @@ void Bridge::OnMessage(transport::LinkId link, transport::Inbound&& message) {
     return Answer(from, std::move(env));
   }
   const bool job_link = link == ctx_->links->job_listener();
-  std::optional<v1::Envelope> refused = DeliverLocal(*ctx_, from, std::move(*received), job_link);
+  std::optional<v1::Envelope> refused = DeliverLocal(*ctx_, from, std::move(*received), job_link, /*on_loop=*/true);
   if (refused) Answer(from, std::move(*refused));
 }
 

@@ -5,6 +5,8 @@
 //   link ──frames──▶ DecodeFrames (messages/ checks, reject counters)
 //                      ├─ rejected ─▶ Error reply to the sender (counted)
 //                      └─ ok ──▶ DeliverLocal ─▶ caf::anon_send(actor, ...)
+//                                     └─ a shard's lone one-row step: run
+//                                        right here (InlineStage)
 //
 // Outbound messages do not pass through here: actors hand them to the loop
 // through their own Outboxes (actors/sender.h). The bridge's own replies

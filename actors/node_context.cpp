@@ -53,7 +53,10 @@ caf::actor NodeContext::StageActor(v1::Stage stage) const {
   }
 }
 
-void NodeContext::ClearActors() { scheduler = embedding_stage = shard = lm_head_stage = sampler = caf::actor(); }
+void NodeContext::ClearActors() {
+  scheduler = embedding_stage = shard = lm_head_stage = sampler = caf::actor();
+  inline_shard.reset();
+}
 
 v1::MetricsSnapshot NodeMetrics(const NodeContext& ctx) {
   v1::MetricsSnapshot m;
@@ -74,6 +77,7 @@ v1::MetricsSnapshot NodeMetrics(const NodeContext& ctx) {
   }
   auto& n = *m.mutable_counters();
   n["steps_total"] = c.steps_total.load();
+  n["inline_steps_total"] = c.inline_steps_total.load();
   n["batches_total"] = c.batches_total.load();
   n["batch_rows_total"] = c.batch_rows_total.load();
   n["max_batch_sessions"] = c.max_batch_sessions.load();
@@ -132,7 +136,8 @@ v1::Envelope Refuse(const NodeContext& ctx, v1::ErrorCode code, const std::strin
 
 }  // namespace
 
-std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& from, Received m, bool job_link) {
+std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& from, Received m, bool job_link,
+                                         bool on_loop) {
   v1::Envelope& env = m.envelope;
   const auto body = env.body_case();
   if (job_link) {
@@ -190,6 +195,9 @@ std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& f
                       env, env.step().session_id());
       }
       StepMessage step{from, env.request_id(), std::move(*env.mutable_step()), std::move(m.tensor), SteadyNs()};
+      if (on_loop && stage == v1::STAGE_SHARD && ctx.inline_shard && ctx.inline_shard->TryRun(step)) {
+        return std::nullopt;  // computed and sent on, right here
+      }
       caf::anon_send(target, std::move(step));
       // The stage computes on the pool's threads as soon as its actor runs:
       // wake them now, in parallel with the actor's worker.

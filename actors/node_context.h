@@ -43,6 +43,7 @@ namespace troupe::actors {
 struct NodeCounters {
   // Named as in `troupe status` and /metrics (troupe_<name>).
   std::atomic<uint64_t> steps_total{0};             // steps this node's stages ran
+  std::atomic<uint64_t> inline_steps_total{0};      // of them, run on the poll loop's thread (InlineStage)
   std::atomic<uint64_t> tokens_generated_total{0};  // head: tokens its sampler produced
   std::atomic<uint64_t> batches_total{0};           // shard / LM head batches
   std::atomic<uint64_t> batch_rows_total{0};        // rows over all batches
@@ -122,6 +123,23 @@ extern const char* const kTroupeVersion;
 struct NodeContext;
 v1::Envelope NodeAnnounce(const NodeContext& ctx);
 
+struct StepMessage;  // actors/local_messages.h
+
+// A stage that can run a step on the thread that received it (the poll
+// loop), which saves two thread hand-offs a hop: the actor's worker waking
+// for the step, and the loop waking for what the stage sends on. TryRun
+// takes `m` only when it can run it at once and alone — a quick stage, no
+// batch forming, the session ready for exactly this step — and then has
+// done all the actor would have (computed, sent on, counted); otherwise it
+// returns false, `m` untouched, and the step goes to the actor as usual.
+// It never waits for the actor: when the actor is busy, that is a false.
+// Called on the poll loop's thread only (DeliverLocal with `on_loop`).
+class InlineStage {
+ public:
+  virtual ~InlineStage() = default;
+  virtual bool TryRun(StepMessage& m) = 0;
+};
+
 // Resident memory of this process (/proc/self/statm); 0 when unreadable.
 uint64_t ResidentBytes();
 
@@ -172,6 +190,8 @@ struct NodeContext {
   std::shared_ptr<const AmateurModel> amateur;
 
   caf::actor scheduler, embedding_stage, shard, lm_head_stage, sampler;
+  // The shard's steps on the loop thread (set with `shard`, before links open).
+  std::shared_ptr<InlineStage> inline_shard;
 
   // The local actor for `stage`, or an invalid handle when this node does not host it.
   caf::actor StageActor(v1::Stage stage) const;
@@ -190,6 +210,9 @@ v1::MetricsSnapshot NodeMetrics(const NodeContext& ctx);
 // Returns the Error to send back when no local actor takes it (this node
 // does not host that stage, or the body is not one nodes accept), or the
 // Pong that answers a Ping; `job_link` restricts a client to job bodies.
-std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& from, Received message, bool job_link);
+// `on_loop`: the caller is the poll loop's thread (the bridge), so a shard
+// step may run right here (InlineStage) instead of on the shard actor.
+std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& from, Received message, bool job_link,
+                                         bool on_loop = false);
 
 }  // namespace troupe::actors

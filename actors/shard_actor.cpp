@@ -7,7 +7,9 @@
 #include <ATen/ops/cat.h>
 
 #include <deque>
+#include <limits>
 #include <map>
+#include <mutex>
 #include <set>
 #include <vector>
 
@@ -26,6 +28,10 @@ namespace {
 // still runs, alone.
 constexpr int64_t kMaxBatchRows = 1024;
 constexpr auto kTick = std::chrono::seconds(1);
+// A step runs on the poll loop's thread (InlineStage) only while this
+// shard's last one-row step took less: the loop moves every other message of
+// the node, and must not stall behind a slow stage.
+constexpr int64_t kInlineMaxStepNs = 10'000'000;
 
 struct ShardSession {
   std::unique_ptr<KvCache> cache;
@@ -39,31 +45,51 @@ struct ShardSession {
   size_t bytes() const { return cache->bytes() * (1 + beam_rows.size()); }
 };
 
+class ShardActor;
+
+// The shard's InlineStage (node_context.h). Every handler of the actor runs
+// holding `mu`; the loop thread only ever try-locks it, so it never waits
+// for the actor, and the actor's state has one owner at a time.
+struct ShardInline : InlineStage {
+  std::mutex mu;
+  ShardActor* actor = nullptr;  // set by make_behavior, cleared by on_exit
+  bool TryRun(StepMessage& m) override;
+};
+
 class ShardActor : public StageActor {
  public:
-  ShardActor(caf::actor_config& cfg, std::shared_ptr<NodeContext> ctx, std::shared_ptr<Decoder> decoder)
-      : StageActor(cfg, std::move(ctx)), decoder_(std::move(decoder)) {}
+  ShardActor(caf::actor_config& cfg, std::shared_ptr<NodeContext> ctx, std::shared_ptr<Decoder> decoder,
+             std::shared_ptr<ShardInline> here)
+      : StageActor(cfg, std::move(ctx)), decoder_(std::move(decoder)), here_(std::move(here)) {}
 
   const char* name() const override { return "shard"; }
 
   caf::behavior make_behavior() override {
+    {
+      std::lock_guard<std::mutex> lock(here_->mu);
+      here_->actor = this;
+    }
     send(this, tick_atom::value);
     return {
-        [this](WireMessage& m) { OnWire(m); },
-        [this](StepMessage& m) { OnStep(m); },
-        [this](flush_atom) { RunBatch(); },
-        BurstHandler(),
+        [this](WireMessage& m) { Locked([&] { OnWire(m); }); },
+        [this](StepMessage& m) { Locked([&] { OnStep(m); }); },
+        [this](flush_atom) { Locked([&] { RunBatch(); }); },
+        [this](burst_atom) { Locked([&] { OnBurst(); }); },
         [this](tick_atom) {
-          CloseIdle();
-          Announce();
+          Locked([&] {
+            CloseIdle();
+            Announce();
+          });
           delayed_send(this, kTick, tick_atom::value);
         },
         StartHandler(),
-        RetryHandler(),
+        [this](retry_atom) { Locked([&] { OnRetry(); }); },
     };
   }
 
   void on_exit() override {
+    std::lock_guard<std::mutex> lock(here_->mu);
+    here_->actor = nullptr;
     StageActor::on_exit();
     sessions_.clear();
     pending_.clear();
@@ -72,7 +98,47 @@ class ShardActor : public StageActor {
     ctx_->counters.sessions_open = 0;
   }
 
+  // ShardInline::TryRun, with here_->mu held, on the loop's thread: one
+  // session's one-row step, when nothing else waits to be computed, the
+  // stage is quick and the session is ready for exactly this step. Anything
+  // else — a batch forming, a burst, beams, a prefill, a step to refuse —
+  // is the actor's (false).
+  bool RunHere(StepMessage& m) {
+    const v1::Step& s = m.step;
+    if (!pending_.empty() || gate_.held() > 0 || last_row_step_ns_ >= kInlineMaxStepNs) return false;
+    if (s.token_count() != 1 || s.burst_size() > 1 || s.parent_rows_size() > 0) return false;
+    if (s.hop().layer_begin() != decoder_->begin_layer() || s.hop().layer_end() != decoder_->end_layer()) return false;
+    if (!m.tensor.defined() || m.tensor.dim() != 2 || m.tensor.size(0) != 1 ||
+        m.tensor.size(1) != decoder_->config().hidden || m.tensor.scalar_type() != at::kFloat ||
+        !m.tensor.is_contiguous()) {
+      return false;
+    }
+    auto it = sessions_.find(s.session_id());
+    if (it == sessions_.end() || it->second.parked || !it->second.stepped) return false;
+    KvCache& cache = *it->second.cache;
+    if (s.first_position() != cache.length() || !cache.Check(1).ok()) return false;
+    ThreadPool::Global().Prewake();  // the pool's workers wake while the first layer's norm runs
+    off_actor_ = true;
+    struct OnActorAgain {
+      bool& off_actor;
+      ~OnActorAgain() { off_actor = false; }
+    } on_actor_again{off_actor_};
+    it->second.last_used = Clock::now();
+    std::vector<StepMessage> batch;
+    batch.push_back(std::move(m));
+    Run(batch, {SessionRows{&cache, 1}}, 1);
+    ThreadPool::Global().Park();  // nothing to compute until the next step arrives
+    ctx_->counters.inline_steps_total++;
+    return true;
+  }
+
  private:
+  template <typename F>
+  void Locked(F&& f) {
+    std::lock_guard<std::mutex> lock(here_->mu);
+    f();
+  }
+
   // ------------------------------------------------------------ sessions
 
   void OnWire(WireMessage& m) {
@@ -446,12 +512,14 @@ class ShardActor : public StageActor {
         hidden = batch[0].tensor;
       } else {
         std::vector<at::Tensor> parts;
+        parts.reserve(batch.size());
         for (const StepMessage& m : batch) parts.push_back(m.tensor);
         hidden = at::cat(parts, 0);
       }
       compute_begin = SteadyNs();
       ComputeTimer timer(ctx_->counters.compute_ns);
       st = decoder_->Forward(hidden, rows);
+      if (n_rows == 1) last_row_step_ns_ = SteadyNs() - compute_begin;
     } catch (const std::exception& e) {
       st = Status::Internal(std::string("shard forward: ") + e.what());
     }
@@ -508,6 +576,9 @@ class ShardActor : public StageActor {
   }
 
   std::shared_ptr<Decoder> decoder_;
+  std::shared_ptr<ShardInline> here_;
+  // The last one-row step's compute; until one ran, too long to run inline.
+  int64_t last_row_step_ns_ = std::numeric_limits<int64_t>::max();
   std::map<uint64_t, ShardSession> sessions_;
   uint64_t in_use_ = 0;  // bytes of all sessions' caches, parked ones included
   uint64_t parked_ = 0;  // bytes of parked caches
@@ -517,10 +588,17 @@ class ShardActor : public StageActor {
   std::deque<StepMessage> pending_;        // held behind gate_
 };
 
+bool ShardInline::TryRun(StepMessage& m) {
+  std::unique_lock<std::mutex> lock(mu, std::try_to_lock);
+  return lock.owns_lock() && actor != nullptr && actor->RunHere(m);
+}
+
 }  // namespace
 
 caf::actor SpawnShard(caf::actor_system& system, std::shared_ptr<NodeContext> ctx, std::shared_ptr<Decoder> decoder) {
-  return system.spawn<ShardActor, caf::lazy_init>(std::move(ctx), std::move(decoder));
+  auto here = std::make_shared<ShardInline>();
+  ctx->inline_shard = here;
+  return system.spawn<ShardActor, caf::lazy_init>(std::move(ctx), std::move(decoder), std::move(here));
 }
 
 }  // namespace troupe::actors

@@ -29,6 +29,14 @@
 // sends only the last row to the LM head; a step whose route ends here — a
 // prefill chunk that needs no logits — stops here).
 //
+// Inline steps: SpawnShard also sets NodeContext::inline_shard. Through it
+// the poll loop runs a one-row step of a lone session itself, when the actor
+// is idle, nothing is queued, the step is in no burst, the session is ready
+// for exactly that position and the shard's last one-row step took under
+// 10 ms — the same Forward and sends as a batch of one, without a CAF
+// worker's wake-up. Every handler holds the lock the loop tries; anything
+// the loop cannot take at once goes to the actor as above.
+//
 // Failures are values: a bad step gets an Error to the session's opener (the
 // scheduler) whose code is WireCodeOf the failure (messages/wire_error.h: a
 // cache without room CACHE_FULL, a bad batch BAD_REQUEST, an exception from

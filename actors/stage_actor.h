@@ -6,7 +6,9 @@
 // sending (to count failures and arm the timer) and releases its sender in
 // on_exit (StageActor::on_exit does it). A stage that batches steps holds
 // them behind its `gate_` (scheduling/burst_gate.h) and tags the steps each
-// batch sends on with NewBurstId().
+// batch sends on with NewBurstId(). A stage whose code another thread may
+// run under the actor's own lock (the shard's inline steps) sets off_actor_
+// meanwhile: a retry is then asked for by message, not by timer.
 #pragma once
 
 #include <caf/all.hpp>
@@ -27,7 +29,7 @@ namespace troupe::actors {
 class StageActor : public caf::event_based_actor {
  public:
   StageActor(caf::actor_config& cfg, std::shared_ptr<NodeContext> ctx)
-      : caf::event_based_actor(cfg), ctx_(ctx), sender_(ctx), gate_(BurstWait(*ctx)) {}
+      : caf::event_based_actor(cfg), ctx_(std::move(ctx)), sender_(ctx_), gate_(BurstWait(*ctx_)) {}
 
   void on_exit() override { sender_.Close(); }
 
@@ -38,11 +40,12 @@ class StageActor : public caf::event_based_actor {
   }
 
   auto RetryHandler() {
-    return [this](retry_atom) {
-      retry_scheduled_ = false;
-      sender_.Retry();
-      ScheduleRetry();
-    };
+    return [this](retry_atom) { OnRetry(); };
+  }
+  void OnRetry() {
+    retry_scheduled_ = false;
+    sender_.Retry();
+    ScheduleRetry();
   }
 
   // Counts a failed send; arms the retry timer when messages wait.
@@ -54,6 +57,10 @@ class StageActor : public caf::event_based_actor {
   void ScheduleRetry() {
     if (retry_scheduled_ || !sender_.HasQueued()) return;
     retry_scheduled_ = true;
+    if (off_actor_) {  // not on the actor's own thread: no timer of its own, a message
+      caf::anon_send(caf::actor_cast<caf::actor>(this), retry_atom::value);
+      return;
+    }
     delayed_send(this, std::chrono::milliseconds(1), retry_atom::value);
   }
 
@@ -102,15 +109,20 @@ class StageActor : public caf::event_based_actor {
   }
   void FlushStarted() { flush_scheduled_ = false; }
   auto BurstHandler() {
-    return [this](burst_atom) {
-      wait_scheduled_ = false;
-      ScheduleFlush();
-    };
+    return [this](burst_atom) { OnBurst(); };
+  }
+  void OnBurst() {
+    wait_scheduled_ = false;
+    ScheduleFlush();
   }
 
   std::shared_ptr<NodeContext> ctx_;
   Sender sender_;
   scheduling::BurstGate gate_;
+  // True while another thread runs this actor's code under the actor's own
+  // lock (the shard's steps on the poll loop, InlineStage): Sent and
+  // ScheduleRetry then ask for a retry by message instead of a timer.
+  bool off_actor_ = false;
 
  private:
   bool retry_scheduled_ = false;

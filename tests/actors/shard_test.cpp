@@ -5,14 +5,20 @@
 #include <gtest/gtest.h>
 
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/equal.h>
+#include <ATen/ops/randn.h>
 #include <ATen/ops/zeros.h>
 
 #include <limits>
+#include <vector>
 
 #include "actors/node.h"
 #include "messages/envelope_codec.h"
 #include "messages/frames_codec.h"
 #include "messages/origin.h"
+#include "pipeline/format/model_source.h"
+#include "pipeline/model/decoder.h"
+#include "pipeline/model/kv_cache.h"
 #include "tests/actors/local_ring.h"
 #include "transport/link.h"
 
@@ -76,14 +82,16 @@ class ShardTest : public ::testing::Test {
     return Receive();
   }
 
-  double CacheBytesInUse() {
+  v1::MetricsSnapshot Metrics() {
     v1::Envelope q = NewEnvelope(99);
     q.mutable_metrics_query();
     Send(q);
     v1::Envelope answer = Receive();
     EXPECT_TRUE(answer.has_metrics_snapshot());
-    return answer.metrics_snapshot().gauges().at("cache_bytes_in_use");
+    return answer.metrics_snapshot();
   }
+  double CacheBytesInUse() { return Metrics().gauges().at("cache_bytes_in_use"); }
+  uint64_t InlineSteps() { return Metrics().counters().at("inline_steps_total"); }
 
   v1::Envelope Step(uint64_t session, uint32_t position, const at::Tensor& hidden) {
     v1::Envelope env = NewEnvelope(3);
@@ -209,6 +217,130 @@ TEST_F(ShardTest, BadStepsGetErrorsAndTheShardGoesOn) {
   ASSERT_TRUE(e.has_error());
   EXPECT_EQ(e.error().code(), v1::BAD_REQUEST);
   EXPECT_NE(e.error().text().find("expects 4"), std::string::npos) << e.error().text();
+}
+
+}  // namespace
+}  // namespace troupe::actors
+
+namespace troupe::actors {
+namespace {
+
+// Steps that go on to a next hop (a listener standing in for the next
+// node): one-row steps of a lone session run on the node's poll loop
+// (InlineStage), the others on its actor, and every output has the bits of
+// the same layers run in this process.
+class ShardOnwardTest : public ShardTest {
+ protected:
+  void SetUp() override {
+    ShardTest::SetUp();
+    auto next = transport::Listener::Bind(context_, "tcp://127.0.0.1:*", transport::PlainSecurity());
+    ASSERT_TRUE(next.ok()) << next.status().ToString();
+    next_ = std::move(*next);
+    auto source = ModelSource::Open(testing::DefaultModel());
+    ASSERT_TRUE(source.ok()) << source.status().ToString();
+    source_ = std::move(*source);  // the decoder's weights stay in its mapping
+    auto decoder = Decoder::Load(*source_, 10, 20, ModelOptions{1});
+    ASSERT_TRUE(decoder.ok()) << decoder.status().ToString();
+    reference_ = std::move(*decoder);
+  }
+
+  // A step of `session` on to the stand-in's node, tagged as member of
+  // `burst` (burst_size `burst_size`) when burst is not 0.
+  void SendOnward(uint64_t session, uint32_t position, const at::Tensor& hidden, uint64_t burst = 0,
+                  uint32_t burst_size = 0) {
+    v1::Envelope env = Step(session, position, hidden);
+    v1::RouteHop* next = env.mutable_step()->add_rest_of_route();
+    next->set_node_id("next-node");
+    next->set_endpoint(next_->endpoint());
+    next->set_stage(v1::STAGE_SHARD);
+    next->set_layer_begin(20);
+    next->set_layer_end(30);
+    env.mutable_step()->set_burst_id(burst);
+    env.mutable_step()->set_burst_size(burst_size);
+    Send(env, hidden);
+  }
+
+  // The next step the stand-in receives: its session and hidden states.
+  std::pair<uint64_t, at::Tensor> ReceiveOnward() {
+    auto in = next_->Receive(10000);
+    EXPECT_TRUE(in.ok()) << in.status().ToString();
+    if (!in.ok()) return {0, at::Tensor()};
+    RejectCounters rejects;
+    auto got = DecodeFrames(in->frames, DecodeLimits{}, &rejects);
+    EXPECT_TRUE(got.ok()) << got.error().ToString();
+    if (!got.ok()) return {0, at::Tensor()};
+    EXPECT_TRUE(got->envelope.has_step()) << got->envelope.DebugString();
+    return {got->envelope.step().session_id(), got->tensor};
+  }
+
+  // What layers 10-20 make of `hidden` in this process, with `cache`.
+  at::Tensor Expected(const at::Tensor& hidden, KvCache& cache) {
+    at::Tensor x = hidden.clone();
+    Status st = reference_->Forward(x, {SessionRows{&cache, hidden.size(0)}});
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return x;
+  }
+
+  std::unique_ptr<transport::Listener> next_;
+  std::unique_ptr<ModelSource> source_;
+  std::unique_ptr<Decoder> reference_;
+};
+
+TEST_F(ShardOnwardTest, OneRowStepsOfALoneSessionRunOnTheLoopWithTheSameBits) {
+  ASSERT_TRUE(Open(31, 64).has_session_opened());
+  auto cache = KvCache::Create(reference_->cache_shape(), 64);
+  ASSERT_TRUE(cache.ok());
+  at::manual_seed(7);
+  // A 3-row prefill, then one row at a time (each row as a step would bring it).
+  uint32_t position = 0;
+  for (int64_t rows : {3, 1, 1, 1, 1, 1, 1}) {
+    const at::Tensor hidden = at::randn({rows, 576});
+    SendOnward(31, position, hidden);
+    auto [session, out] = ReceiveOnward();
+    EXPECT_EQ(session, 31u);
+    ASSERT_TRUE(out.defined());
+    EXPECT_TRUE(at::equal(out, Expected(hidden, **cache))) << "step at position " << position;
+    position += static_cast<uint32_t>(rows);
+  }
+  // The first one-row step goes to the actor (the shard's step time is not
+  // known yet); the later ones may run on the loop, and on an idle machine
+  // all five do. At least one must, or the path is dead.
+  const uint64_t inline_steps = InlineSteps();
+  EXPECT_GE(inline_steps, 1u);
+  EXPECT_LE(inline_steps, 5u);
+}
+
+TEST_F(ShardOnwardTest, StepsOfABurstWaitForEachOtherOnTheActor) {
+  ASSERT_TRUE(Open(41, 64).has_session_opened());
+  ASSERT_TRUE(Open(42, 64).has_session_opened());
+  auto cache41 = KvCache::Create(reference_->cache_shape(), 64);
+  auto cache42 = KvCache::Create(reference_->cache_shape(), 64);
+  ASSERT_TRUE(cache41.ok() && cache42.ok());
+  at::manual_seed(8);
+  // Each session's prefill and first one-row step, alone.
+  std::map<uint64_t, KvCache*> caches{{41, cache41->get()}, {42, cache42->get()}};
+  for (uint64_t id : {41, 42}) {
+    for (auto [position, rows] : {std::pair<uint32_t, int64_t>{0, 2}, {2, 1}}) {
+      const at::Tensor hidden = at::randn({rows, 576});
+      SendOnward(id, position, hidden);
+      auto [session, out] = ReceiveOnward();
+      EXPECT_EQ(session, id);
+      EXPECT_TRUE(at::equal(out, Expected(hidden, *caches[id])));
+    }
+  }
+  const uint64_t before = InlineSteps();
+  // Then steps in bursts of two: never on the loop, whatever the timing.
+  for (uint32_t position = 3; position < 8; ++position) {
+    std::map<uint64_t, at::Tensor> sent{{41, at::randn({1, 576})}, {42, at::randn({1, 576})}};
+    const uint64_t burst = 1000 + position;
+    for (auto& [id, hidden] : sent) SendOnward(id, position, hidden, burst, 2);
+    for (int i = 0; i < 2; ++i) {
+      auto [session, out] = ReceiveOnward();
+      ASSERT_TRUE(sent.count(session)) << session;
+      EXPECT_TRUE(at::equal(out, Expected(sent[session], *caches[session]))) << "session " << session;
+    }
+  }
+  EXPECT_EQ(InlineSteps(), before);
 }
 
 }  // namespace
