@@ -143,6 +143,9 @@ def test_teacher_forced_against_the_exact_math_and_the_kernels(troupe_bin, texts
           f"the kernels vs the exact math: top-1 {ke_top:.4f}, mean |Δ| {ke_mean:.4f}")
     top_bar, mean_bar = BARS[dtype]
     assert e_top >= top_bar and e_mean <= mean_bar
+    # Reduced precision stays at least as faithful to the model as the 8-bit kernels are: over hundreds of
+    # positions, its logprobs sit no further from the exact math's than the kernels' do.
+    assert e_mean <= ke_mean
 
 
 def _greedy(prompt, *flags):
@@ -179,7 +182,12 @@ def test_greedy_chat_continuations(troupe_bin, exact_greedy, device, dtype):
               f"decode {summary['decode_tokens_per_s']:.1f} tok/s")
         if dtype == "f32":
             assert got == exact
+        # A whole answer: 32 tokens, or fewer ended by eos.
+        assert summary["generated_tokens"] == len(got)
+        assert len(got) == 32 or summary["finish_reason"] == "eos"
+    # Where reduced precision first leaves the exact math's greedy answer is a near-tie's coin flip: one prompt
+    # moves these sums by 26 tokens either way (bf16 on a 2-vCPU AVX-512 BF16 EPYC: [0, 17, 13, 32, 6] against the
+    # kernels' [0, 17, 16, 6, 32]). They are printed; faithfulness is asserted by the teacher-forced test above,
+    # over hundreds of positions.
     print(f"{device} {dtype}: tokens shared with the exact math's answers {ours_exact} (kernels {kernels_exact}), "
           f"with the kernels' {ours_kernels}")
-    # Reduced precision stays at least as faithful to the model as the 8-bit kernels are.
-    assert sum(ours_exact) >= sum(kernels_exact)
