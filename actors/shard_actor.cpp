@@ -98,14 +98,17 @@ class ShardActor : public StageActor {
     ctx_->counters.sessions_open = 0;
   }
 
-  // ShardInline::TryRun, with here_->mu held, on the loop's thread: one
-  // session's one-row step, when nothing else waits to be computed, the
+  // ShardInline::TryRun, with here_->mu held, on the loop's thread: the one
+  // live session's one-row step, when nothing else waits to be computed, the
   // stage is quick and the session is ready for exactly this step. Anything
   // else — a batch forming, a burst, beams, a prefill, a step to refuse —
   // is the actor's (false).
   bool RunHere(StepMessage& m) {
     const v1::Step& s = m.step;
     if (!pending_.empty() || gate_.held() > 0 || last_row_step_ns_ >= kInlineMaxStepNs) return false;
+    // Another live session's steps would queue behind this one in the socket
+    // and then run one by one, where the actor batches what arrives meanwhile.
+    if (sessions_.size() - parked_sessions_ != 1) return false;
     if (s.token_count() != 1 || s.burst_size() > 1 || s.parent_rows_size() > 0) return false;
     if (s.hop().layer_begin() != decoder_->begin_layer() || s.hop().layer_end() != decoder_->end_layer()) return false;
     if (!m.tensor.defined() || m.tensor.dim() != 2 || m.tensor.size(0) != 1 ||

@@ -310,7 +310,7 @@ TEST_F(ShardOnwardTest, OneRowStepsOfALoneSessionRunOnTheLoopWithTheSameBits) {
   EXPECT_LE(inline_steps, 5u);
 }
 
-TEST_F(ShardOnwardTest, StepsOfABurstWaitForEachOtherOnTheActor) {
+TEST_F(ShardOnwardTest, StepsOfTwoLiveSessionsStayOnTheActor) {
   ASSERT_TRUE(Open(41, 64).has_session_opened());
   ASSERT_TRUE(Open(42, 64).has_session_opened());
   auto cache41 = KvCache::Create(reference_->cache_shape(), 64);
@@ -328,6 +328,9 @@ TEST_F(ShardOnwardTest, StepsOfABurstWaitForEachOtherOnTheActor) {
       EXPECT_TRUE(at::equal(out, Expected(hidden, *caches[id])));
     }
   }
+  // Two live sessions: even their lone one-row steps stay on the actor,
+  // which batches what arrives while it computes.
+  EXPECT_EQ(InlineSteps(), 0u);
   const uint64_t before = InlineSteps();
   // Then steps in bursts of two: never on the loop, whatever the timing.
   for (uint32_t position = 3; position < 8; ++position) {
