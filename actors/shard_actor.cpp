@@ -10,6 +10,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -109,15 +110,9 @@ class ShardActor : public StageActor {
     // Another live session's steps would queue behind this one in the socket
     // and then run one by one, where the actor batches what arrives meanwhile.
     if (sessions_.size() - parked_sessions_ != 1) return false;
-    if (s.token_count() != 1 || s.burst_size() > 1 || s.parent_rows_size() > 0) return false;
-    if (s.hop().layer_begin() != decoder_->begin_layer() || s.hop().layer_end() != decoder_->end_layer()) return false;
-    if (!m.tensor.defined() || m.tensor.dim() != 2 || m.tensor.size(0) != 1 ||
-        m.tensor.size(1) != decoder_->config().hidden || m.tensor.scalar_type() != at::kFloat ||
-        !m.tensor.is_contiguous()) {
-      return false;
-    }
+    if (s.token_count() != 1 || s.burst_size() > 1 || s.parent_rows_size() > 0 || Misfit(m)) return false;
     auto it = sessions_.find(s.session_id());
-    if (it == sessions_.end() || it->second.parked || !it->second.stepped) return false;
+    if (!it->second.stepped) return false;  // a first step may rewind a copied prefix: the actor's
     KvCache& cache = *it->second.cache;
     if (s.first_position() != cache.length() || !cache.Check(1).ok()) return false;
     ThreadPool::Global().Prewake();  // the pool's workers wake while the first layer's norm runs
@@ -371,26 +366,34 @@ class ShardActor : public StageActor {
 
   // --------------------------------------------------------------- steps
 
-  void OnStep(StepMessage& m) {
+  // What is wrong with a step before it can queue (its layers, its hidden
+  // states, its session), as the Error it gets; nothing when it may queue.
+  std::optional<std::pair<v1::ErrorCode, std::string>> Misfit(const StepMessage& m) const {
     const v1::Step& s = m.step;
     const int64_t hidden = decoder_->config().hidden;
     if (s.hop().layer_begin() != decoder_->begin_layer() || s.hop().layer_end() != decoder_->end_layer()) {
-      return Refuse(m, v1::BAD_REQUEST,
-                    "step for layers " + std::to_string(s.hop().layer_begin()) + "-" +
-                        std::to_string(s.hop().layer_end()) + " reached shard '" + ctx_->node_id + "' (layers " +
-                        std::to_string(decoder_->begin_layer()) + "-" + std::to_string(decoder_->end_layer()) + ")");
+      return std::make_pair(v1::BAD_REQUEST, "step for layers " + std::to_string(s.hop().layer_begin()) + "-" +
+                                                 std::to_string(s.hop().layer_end()) + " reached shard '" +
+                                                 ctx_->node_id + "' (layers " +
+                                                 std::to_string(decoder_->begin_layer()) + "-" +
+                                                 std::to_string(decoder_->end_layer()) + ")");
     }
     if (!m.tensor.defined() || m.tensor.dim() != 2 || m.tensor.size(0) != s.token_count() ||
         m.tensor.size(1) != hidden || m.tensor.scalar_type() != at::kFloat || !m.tensor.is_contiguous()) {
-      return Refuse(m, v1::BAD_TENSOR,
-                    "step of session " + std::to_string(s.session_id()) + " needs hidden states [" +
-                        std::to_string(s.token_count()) + ", " + std::to_string(hidden) + "] f32");
+      return std::make_pair(v1::BAD_TENSOR, "step of session " + std::to_string(s.session_id()) +
+                                                " needs hidden states [" + std::to_string(s.token_count()) + ", " +
+                                                std::to_string(hidden) + "] f32");
     }
     auto session = sessions_.find(s.session_id());
     if (session == sessions_.end() || session->second.parked) {
-      return Refuse(m, v1::UNKNOWN_SESSION,
-                    "shard '" + ctx_->node_id + "' has no session " + std::to_string(s.session_id()));
+      return std::make_pair(v1::UNKNOWN_SESSION,
+                            "shard '" + ctx_->node_id + "' has no session " + std::to_string(s.session_id()));
     }
+    return std::nullopt;
+  }
+
+  void OnStep(StepMessage& m) {
+    if (auto misfit = Misfit(m)) return Refuse(m, misfit->first, misfit->second);
     Hold(m.step);
     pending_.push_back(std::move(m));
     ScheduleFlush();
