@@ -24,6 +24,7 @@
 #include "pipeline/quant/activations.h"
 #include "pipeline/quant/blocks.h"
 #include "pipeline/quant/ggml_acc.h"
+#include "pipeline/quant/prefetch.h"
 #include "pipeline/quant/tile_driver.h"
 #endif
 
@@ -126,6 +127,7 @@ struct Q4_1GgmlKernel : GgmlAccPolicy {
     };
     int64_t b = 0;
     for (; b + 2 <= nblocks; b += 2, ++x, p += 2 * kBlockBytes) {
+      PrefetchAhead(p);
       block(p, x->q, &x->d[0], &x->s[0]);
       block(p + kBlockBytes, x->q + 32, &x->d[1], &x->s[1]);
     }
@@ -216,6 +218,7 @@ struct SignedGgmlKernel : GgmlAccPolicy {
     };
     int64_t b = 0;
     for (; b + 2 <= nblocks; b += 2, ++x, p += 2 * F::kBlockBytes) {
+      PrefetchAhead(p);
       block(p, x->q, &x->d[0]);
       block(p + F::kBlockBytes, x->q + 32, &x->d[1]);
     }

@@ -33,6 +33,7 @@
 #include "pipeline/quant/activations.h"
 #include "pipeline/quant/avx512_util.h"
 #include "pipeline/quant/ggml_acc.h"
+#include "pipeline/quant/prefetch.h"
 #include "pipeline/quant/tile_driver.h"
 #endif
 
@@ -184,6 +185,7 @@ struct Q4_1GgmlKernel : GgmlAccPolicy {
     const int64_t full = nblocks / 2;
     const uint8_t* row0 = a.w + r * a.row_bytes;
     for (int64_t g = 0; g < full; ++g) {
+      if constexpr (R == 1) PrefetchAhead(row0 + g * 2 * kBlockBytes);
       for (int i = 0; i < R; ++i) {
         const Pair w = Decode(Load40(row0 + i * a.row_bytes + g * 2 * kBlockBytes));
         for (int j = 0; j < T; ++j) Step(a, w, t0 + j, g, 2, acc[i][j]);
@@ -224,6 +226,7 @@ struct Q8_0GgmlKernel : GgmlAccPolicy {
     const int64_t full = nblocks / 2;
     const uint8_t* row0 = a.w + r * a.row_bytes;
     for (int64_t g = 0; g < full; ++g) {
+      if constexpr (R == 1) PrefetchAhead(row0 + g * 2 * kBlockBytes);
       for (int i = 0; i < R; ++i) {
         const uint8_t* p = row0 + i * a.row_bytes + g * 2 * kBlockBytes;
         int32_t last;
@@ -288,6 +291,7 @@ struct Q50GgmlKernel : GgmlAccPolicy {
     const int64_t nblocks = a.cols / 32;
     const uint8_t* row0 = a.w + r * a.row_bytes;
     for (int64_t b = 0; b < nblocks; ++b) {
+      if (R == 1 && b % 2 == 0) PrefetchAhead(row0 + b * F::kBlockBytes);
       for (int i = 0; i < R; ++i) {
         const uint8_t* p = row0 + i * a.row_bytes + b * F::kBlockBytes;
         const __m256i q = F::Values(p);
