@@ -21,8 +21,6 @@ namespace troupe {
 constexpr int kPrefetchBytes = 1024;
 
 // Asks for the line kPrefetchBytes past `p` into every cache level.
-inline void PrefetchAhead(const void* p) {
-  _mm_prefetch(static_cast<const char*>(p) + kPrefetchBytes, _MM_HINT_T0);
-}
+inline void PrefetchAhead(const void* p) { _mm_prefetch(static_cast<const char*>(p) + kPrefetchBytes, _MM_HINT_T0); }
 
 }  // namespace troupe
