@@ -5,11 +5,11 @@
 // stream per thread, and spends only a few cycles on each 64-byte line. The
 // hardware prefetcher alone then keeps too few lines in flight: on a Zen 4
 // VM, Q4_1's decode stream ran at 15 GB/s on two threads, against 17.5-18
-// with this (qmatmul_bench, three alternated runs; bench/README.md). Kernels
-// call it once per pair of blocks (Q4_1, Q5_0, Q8_0); a prefetch never
-// faults, so running past the matrix's end is harmless. The K-quant kernels
-// do without: their super-blocks load whole lines, and prefetching them
-// measured no better.
+// with this (qmatmul_bench, three alternated runs; bench/README.md). The
+// one-row kernels of Q4_1, Q5_0, Q8_0 and unrepacked Q4_0 call it once per
+// pair of blocks; a prefetch never faults, so running past the matrix's end
+// is harmless. The K-quant and repacked Q4_0 kernels do without: prefetching
+// them measured no better.
 #pragma once
 
 #include <xmmintrin.h>
