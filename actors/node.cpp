@@ -159,9 +159,13 @@ Status LoadModel(const cluster::NodeConfig& c, NodeContext* ctx, std::shared_ptr
     *decoder = std::move(d);
   }
   // A head checks every layer a shard announces; a shard digests its own.
+  // Pages of layers this node does not serve are handed back once hashed.
   const int64_t digest_begin = c.head ? 0 : c.layer_begin;
   const int64_t digest_end = c.head ? source->config().n_layers : c.layer_end;
-  TROUPE_ASSIGN_OR_RETURN(LayerDigests digests, LayerDigests::Compute(*source, digest_begin, digest_end));
+  const int64_t serve_begin = c.shard ? c.layer_begin : 0;
+  const int64_t serve_end = c.shard ? c.layer_end : 0;
+  TROUPE_ASSIGN_OR_RETURN(LayerDigests digests,
+                          LayerDigests::Compute(*source, digest_begin, digest_end, serve_begin, serve_end));
   ctx->digests = std::make_shared<const LayerDigests>(std::move(digests));
   ctx->source = std::move(source);
   at::set_num_threads(ResolveThreads(options));

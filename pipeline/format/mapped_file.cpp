@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 namespace troupe {
@@ -37,6 +38,15 @@ Result<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path) {
   }
   ::close(fd);
   return file;
+}
+
+void ReleasePages(const void* p, size_t n) {
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  auto* first = static_cast<uint8_t*>(const_cast<void*>(p));
+  const size_t skip = (page - reinterpret_cast<uintptr_t>(first) % page) % page;  // up to the first whole page
+  if (n <= skip) return;
+  const size_t length = (n - skip) / page * page;
+  if (length > 0) ::madvise(first + skip, length, MADV_DONTNEED);
 }
 
 MappedFile::~MappedFile() {

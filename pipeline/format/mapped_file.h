@@ -2,6 +2,7 @@
 //
 // Owns the mapping; unmaps on destruction. Model weights are read straight from
 // the mapping, so pages are only brought in when a shard touches its layers.
+// ReleasePages hands back pages of a mapping a reader is done with.
 // Thread-safety: immutable after Open; safe to read from many threads.
 #pragma once
 
@@ -33,5 +34,14 @@ class MappedFile {
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
 };
+
+// Hands back this process's pages wholly inside [p, p + n), which must lie in
+// a MappedFile: madvise(MADV_DONTNEED) unmaps them, and the next touch reads
+// them from the file again (the mapping is read-only, so it holds no private
+// copy and the bytes never change). The page cache keeps them for other
+// processes. For a reader done with bytes it will not use again, such as a
+// head's digest of layers it does not serve. Best effort: a refusal is
+// ignored, the pages then stay resident.
+void ReleasePages(const void* p, size_t n);
 
 }  // namespace troupe

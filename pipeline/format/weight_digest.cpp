@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "pipeline/format/layer_tensors.h"
+#include "pipeline/format/mapped_file.h"
 
 namespace troupe {
 namespace {
@@ -85,13 +86,18 @@ bool WriteCache(const std::string& path, const std::string& stamp, const std::ma
   return true;
 }
 
-uint64_t DigestLayer(const ModelSource& source, const std::vector<std::string>& names) {
+// The layer's digest; with `release`, each tensor's pages are handed back
+// once hashed.
+uint64_t DigestLayer(const ModelSource& source, const std::vector<std::string>& names, bool release) {
   XXH3_state_t* state = XXH3_createState();
   XXH3_64bits_reset(state);
   for (const std::string& name : names) {
     const TensorView* t = source.Find(name);
     XXH3_64bits_update(state, name.data(), name.size() + 1);  // with its NUL: names cannot run together
-    if (t && t->data) XXH3_64bits_update(state, t->data, t->n_bytes);
+    if (t && t->data) {
+      XXH3_64bits_update(state, t->data, t->n_bytes);
+      if (release) ReleasePages(t->data, t->n_bytes);
+    }
   }
   const uint64_t h = XXH3_64bits_digest(state);
   XXH3_freeState(state);
@@ -100,7 +106,8 @@ uint64_t DigestLayer(const ModelSource& source, const std::vector<std::string>& 
 
 }  // namespace
 
-Result<LayerDigests> LayerDigests::Compute(const ModelSource& source, int64_t begin, int64_t end) {
+Result<LayerDigests> LayerDigests::Compute(const ModelSource& source, int64_t begin, int64_t end, int64_t serve_begin,
+                                           int64_t serve_end) {
   const int64_t n = source.config().n_layers;
   if (begin < 0 || begin > end || end > n) {
     return Status::InvalidArgument("layers " + std::to_string(begin) + "-" + std::to_string(end) + " of a model with " +
@@ -122,7 +129,8 @@ Result<LayerDigests> LayerDigests::Compute(const ModelSource& source, int64_t be
       continue;
     }
     if (tensors.empty()) tensors = LayerTensors(source);
-    d.layers_[l] = cached[l] = DigestLayer(source, tensors[l]);
+    const bool served = l >= serve_begin && l < serve_end;
+    d.layers_[l] = cached[l] = DigestLayer(source, tensors[l], /*release=*/!served);
     computed = true;
   }
   if (computed) {

@@ -6,7 +6,9 @@
 // A layer's digest is XXH3-64 over the bytes of its tensors ("blk.N.*", in
 // name order, each with its name); a span's digest combines the digests of
 // its layers. A shard computes the digests of the layers it serves (pages it
-// maps anyway); a head computes every layer's once. For a GGUF file the
+// maps anyway); a head computes every layer's once, handing back the pages
+// of each layer it does not serve once hashed (ReleasePages), so its memory
+// stays its own tensors' even for a model far bigger than the host's RAM. For a GGUF file the
 // digests are cached in "<file>.troupe-digests.json" beside it, or under
 // $XDG_CACHE_HOME/troupe/digests/ (default ~/.cache) where that folder is not
 // writable, keyed by the file's size and modification time, so a restart
@@ -28,8 +30,11 @@ namespace troupe {
 
 class LayerDigests {
  public:
-  // Digests of layers [begin, end) of `source` (end <= n_layers).
-  static Result<LayerDigests> Compute(const ModelSource& source, int64_t begin, int64_t end);
+  // Digests of layers [begin, end) of `source` (end <= n_layers). Layers
+  // outside [serve_begin, serve_end) are only checked by the caller, not run:
+  // their pages are handed back once hashed. The default serves every layer.
+  static Result<LayerDigests> Compute(const ModelSource& source, int64_t begin, int64_t end, int64_t serve_begin = 0,
+                                      int64_t serve_end = INT64_MAX);
 
   // The digest of [begin, end) as 16 hex digits; empty when some layer of
   // the span was not computed.

@@ -4,10 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <random>
 #include <string>
@@ -37,7 +39,9 @@ std::vector<uint8_t> Pattern(size_t n, uint32_t seed) {
 
 // A small but complete llama-style file: model and tokenizer metadata plus a
 // tensor of every supported type. Under one page, with no trailing padding.
-g::GgufWriter TinyLlama() {
+// `layers` repeats blk.0's tensors (seeded apart) for more layers, and
+// `norm` sizes each layer's attn_norm (floats) to make layers of any size.
+g::GgufWriter TinyLlama(uint32_t layers = 1, uint64_t norm = 32) {
   g::GgufWriter w;
   const std::vector<std::string> tokens = {"<|endoftext|>", "<|im_start|>", "<|im_end|>", "a", "b", "ab", "Ġ", "Ġab"};
   std::vector<g::Value> token_values, types;
@@ -48,7 +52,7 @@ g::GgufWriter TinyLlama() {
   w.Kv("general.architecture", g::Str("llama"))
       .Kv("general.name", g::Str("tiny"))
       .Kv("general.alignment", g::U32(32))
-      .Kv("llama.block_count", g::U32(1))
+      .Kv("llama.block_count", g::U32(layers))
       .Kv("llama.embedding_length", g::U32(32))
       .Kv("llama.attention.head_count", g::U32(2))
       .Kv("llama.attention.head_count_kv", g::U32(1))
@@ -65,14 +69,18 @@ g::GgufWriter TinyLlama() {
       .Kv("tokenizer.ggml.eos_token_id", g::U32(2))
       .Kv("tokenizer.ggml.add_bos_token", g::Bool(false))
       .Kv("tokenizer.chat_template", g::Str("{{ messages }}"));
-  w.Tensor("token_embd.weight", {32, 8}, kQ8_0, Pattern(8 * 34, 1))
-      .Tensor("blk.0.attn_norm.weight", {32}, kF32, Pattern(32 * 4, 2))
-      .Tensor("blk.0.attn_q.weight", {32, 2}, kQ4_0, Pattern(2 * 18, 3))
-      .Tensor("blk.0.attn_k.weight", {32, 1}, kQ4_1, Pattern(20, 4))
-      .Tensor("blk.0.ffn_up.weight", {256, 1}, kQ4_K, Pattern(144, 5))
-      .Tensor("blk.0.ffn_down.weight", {256, 1}, kQ6_K, Pattern(210, 6))
-      .Tensor("blk.0.ffn_norm.weight", {8}, kBF16, Pattern(16, 7))
-      .Tensor("output_norm.weight", {32}, kF16, Pattern(64, 8));
+  w.Tensor("token_embd.weight", {32, 8}, kQ8_0, Pattern(8 * 34, 1));
+  for (uint32_t l = 0; l < layers; ++l) {
+    const std::string blk = "blk." + std::to_string(l) + ".";
+    const uint32_t seed = 100 * l;
+    w.Tensor(blk + "attn_norm.weight", {norm}, kF32, Pattern(norm * 4, seed + 2))
+        .Tensor(blk + "attn_q.weight", {32, 2}, kQ4_0, Pattern(2 * 18, seed + 3))
+        .Tensor(blk + "attn_k.weight", {32, 1}, kQ4_1, Pattern(20, seed + 4))
+        .Tensor(blk + "ffn_up.weight", {256, 1}, kQ4_K, Pattern(144, seed + 5))
+        .Tensor(blk + "ffn_down.weight", {256, 1}, kQ6_K, Pattern(210, seed + 6))
+        .Tensor(blk + "ffn_norm.weight", {8}, kBF16, Pattern(16, seed + 7));
+  }
+  w.Tensor("output_norm.weight", {32}, kF16, Pattern(64, 8));
   return w;
 }
 
@@ -697,6 +705,58 @@ TEST_F(GgufTest, WeightDigestsTellChangedWeightsApartAndAreCached) {
   auto rd = LayerDigests::Compute(**rewritten, 0, 1);
   ASSERT_TRUE(rd.ok());
   EXPECT_EQ(rd->Span(0, 1), od->Span(0, 1));
+}
+
+// Resident bytes of this process's mappings of `path` (/proc/self/smaps).
+uint64_t MappedRss(const std::string& path) {
+  const std::string want = std::filesystem::canonical(path).string();
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool in_file = false;
+  uint64_t kb = 0;
+  while (std::getline(smaps, line)) {
+    if (line.empty()) continue;
+    if (std::isxdigit(static_cast<unsigned char>(line[0])) && line.find('-') != std::string::npos &&
+        line.find(':') > line.find(' ')) {  // a mapping's first line: "start-end perms offset dev inode path"
+      in_file = line.size() >= want.size() && line.compare(line.size() - want.size(), want.size(), want) == 0;
+    } else if (in_file && line.rfind("Rss:", 0) == 0) {
+      kb += std::stoull(line.substr(4));
+    }
+  }
+  return kb * 1024;
+}
+
+// A head digests every layer but serves none: once hashed, a layer's pages
+// are handed back, so its memory is not the whole model's; a shard keeps the
+// pages of the layers it serves. The digests are the same either way.
+TEST_F(GgufTest, WeightDigestsHandBackThePagesOfLayersNotServed) {
+  constexpr uint64_t kNorm = uint64_t{1} << 20;  // 4 MiB of F32 per layer
+  constexpr uint64_t kLayer = kNorm * 4;
+  const std::vector<uint8_t> bytes = TinyLlama(4, kNorm).Build();
+  const std::string all = Write(bytes, "all.gguf");
+  const std::string one = Write(bytes, "one.gguf");
+
+  // The control: serving every layer, all four stay resident.
+  auto kept = ModelSource::Open(all);
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  auto d_all = LayerDigests::Compute(**kept, 0, 4);
+  ASSERT_TRUE(d_all.ok()) << d_all.status().ToString();
+  EXPECT_GE(MappedRss(all), 4 * kLayer) << "the measurement sees no pages";
+
+  // Serving layer 1 only: the other three are handed back.
+  auto released = ModelSource::Open(one);
+  ASSERT_TRUE(released.ok()) << released.status().ToString();
+  auto d_one = LayerDigests::Compute(**released, 0, 4, 1, 2);
+  ASSERT_TRUE(d_one.ok()) << d_one.status().ToString();
+  const uint64_t rss = MappedRss(one);
+  EXPECT_GE(rss, kLayer - 2 * kPage) << "the served layer's pages were handed back";
+  EXPECT_LE(rss, kLayer + 64 * kPage) << "pages of layers not served stayed resident";
+  EXPECT_EQ(d_one->Span(0, 4), d_all->Span(0, 4));
+
+  // A handed-back page reads the same bytes again.
+  const TensorView* norm = (*released)->Find("blk.2.attn_norm.weight");
+  ASSERT_NE(norm, nullptr);
+  EXPECT_EQ(std::vector<uint8_t>(norm->data, norm->data + norm->n_bytes), Pattern(kNorm * 4, 200 + 2));
 }
 
 }  // namespace
