@@ -2,7 +2,12 @@
 // one DEALER -> ROUTER link — round-trip latency (median, p99) and one-way
 // throughput — for the frame sizes Troupe sends, in plain mode and CURVE.
 //
-//   ninja transport_bench && bin/transport_bench [--transport tcp|ipc] [--quick]
+//   ninja transport_bench && bin/transport_bench [--transport tcp|ipc] [--quick] [--idle-us N]
+//
+// --idle-us N sleeps N microseconds before each round trip, as a node of a
+// ring idles between its steps while the other nodes compute: the hop then
+// pays for waking threads (and, on a VM, vCPUs) that have gone to sleep,
+// which a back-to-back ping-pong never does.
 //
 // The driver starts a copy of itself as the listening process (--role server)
 // for each configuration. A message is a 48-byte header frame (a stand-in for
@@ -25,6 +30,7 @@
 #include <filesystem>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "transport/link.h"
@@ -167,11 +173,12 @@ struct Figures {
   double msgs_per_s = 0, mb_per_s = 0;
 };
 
-Figures Measure(Connection& c, size_t bytes, int round_trips, int one_way) {
+Figures Measure(Connection& c, size_t bytes, int round_trips, int one_way, int idle_us) {
   auto payload = std::make_shared<std::vector<uint8_t>>(bytes, 0x3c);
   Figures fig;
   std::vector<double> rtt;
   for (int i = -round_trips / 10; i < round_trips; ++i) {  // first 10% warm up
+    if (idle_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(idle_us));
     Frames m = Message(kEcho, payload);
     auto t0 = Clock::now();
     SendBlocking(c, m);
@@ -205,20 +212,21 @@ Figures Measure(Connection& c, size_t bytes, int round_trips, int one_way) {
   return fig;
 }
 
-int RunDriver(const std::string& transport, bool quick) {
+int RunDriver(const std::string& transport, bool quick, int idle_us) {
   std::string tmp = (std::filesystem::temp_directory_path() / "troupe-bench-XXXXXX").string();
   if (mkdtemp(tmp.data()) == nullptr) return 1;
   if (!GenerateKeyFiles(tmp + "/server").ok() || !GenerateKeyFiles(tmp + "/client").ok()) return 1;
   auto server_pub = ReadPublicKeyFile(tmp + "/server/node.pub");
   auto client_keys = ReadSecretKeyFile(tmp + "/client/node.key");
 
-  std::printf("transport_bench: %s, one DEALER->ROUTER hop between two processes\n", transport.c_str());
+  std::printf("transport_bench: %s, one DEALER->ROUTER hop between two processes, %d us idle before each round trip\n",
+              transport.c_str(), idle_us);
   std::printf("%-6s %-13s %10s %10s %10s %12s %10s\n", "mode", "frame", "rtt p50", "rtt p99", "hop p50", "msgs/s",
               "MB/s");
   for (bool curve : {false, true}) {
     for (const Size& size : kSizes) {
       const bool big = size.bytes > 100000;
-      const int rounds = (quick ? 500 : 5000) / (big ? 5 : 1);
+      const int rounds = (quick ? 500 : 5000) / (big ? 5 : 1) / (idle_us >= 1000 ? 5 : 1);
       const int one_way = (quick ? 5000 : 50000) / (big ? 10 : 1);
       Server server;
       std::string bind = transport == "ipc" ? "ipc://" + tmp + "/bench.sock" : "tcp://127.0.0.1:*";
@@ -236,7 +244,7 @@ int RunDriver(const std::string& transport, bool quick) {
         std::cerr << c.status().ToString() << "\n";
         return 1;
       }
-      Figures f = Measure(**c, size.bytes, rounds, one_way);
+      Figures f = Measure(**c, size.bytes, rounds, one_way, idle_us);
       std::printf("%-6s %-13s %8.1fus %8.1fus %8.1fus %12.0f %10.1f\n", curve ? "curve" : "plain", size.name,
                   f.median_us, f.p99_us, f.median_us / 2, f.msgs_per_s, f.mb_per_s);
       std::fflush(stdout);
@@ -253,12 +261,15 @@ int main(int argc, char** argv) {
   CLI::App app{"Troupe transport benchmark: per-hop latency and throughput of step messages"};
   std::string role = "driver", endpoint, keys, transport = "tcp";
   bool quick = false;
+  int idle_us = 0;
   app.add_option("--role", role, "driver (default) or server (started by the driver)");
   app.add_option("--endpoint", endpoint, "server: where to bind");
   app.add_option("--keys", keys, "server: key directory (CURVE)");
   app.add_option("--transport", transport, "tcp or ipc")->check(CLI::IsMember({"tcp", "ipc"}));
   app.add_flag("--quick", quick, "fewer iterations");
+  app.add_option("--idle-us", idle_us, "microseconds to sleep before each round trip (a ring node's idle time)")
+      ->check(CLI::Range(0, 1000000));
   CLI11_PARSE(app, argc, argv);
   if (role == "server") return troupe::transport::RunServer(endpoint, keys);
-  return troupe::transport::RunDriver(transport, quick);
+  return troupe::transport::RunDriver(transport, quick, idle_us);
 }
