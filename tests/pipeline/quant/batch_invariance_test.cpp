@@ -26,8 +26,9 @@ namespace {
 using testing_util::RandomActivations;
 using testing_util::RandomMatrix;
 
-// 17 and 35: row pairs with an odd one out, one weight row at a time (decode)
-// and four at a time over two chunks of pairs (prefill): kernels_avx512_pairs.cpp.
+// 17 and 35: row pairs with an odd one out, in one chunk of pairs and over
+// two (kernels_avx512_pairs.cpp); 17 takes one weight row at a time where its
+// pairs fit L1 (576 columns) and four at a time where they do not (1536).
 constexpr int64_t kBatches[] = {1, 2, 3, 4, 5, 17, 35};
 constexpr int64_t kMaxOffset = 2;  // batches also start at rows 1 and 2 of x
 constexpr int kThreads[] = {1, 2, 3};
