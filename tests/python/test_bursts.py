@@ -20,7 +20,10 @@ from test_metrics import _scrape
 sys.path.insert(0, str(ROOT / "clients" / "python" / "src"))
 from troupe_client import Client  # noqa: E402
 
-SESSIONS = 4
+# 8: four row pairs, so a batch's FFN down projection (1536 columns) takes the
+# pair kernels' four-row tiles (kernels_avx512_pairs.cpp) and the other
+# matrices their one-row tiles.
+SESSIONS = 8
 TOKENS = 40
 PROMPTS = [f"Tell me a short story about a lighthouse keeper (take {i})" for i in range(SESSIONS)]
 
@@ -59,15 +62,15 @@ def test_concurrent_sessions_decode_as_one_batch_and_answer_as_alone():
     # A long wait bound: the mechanism, not this machine's load, is under test.
     c = Cluster(shards=2, extra=("--burst-wait-ms", "50"))
     try:
-        seeds = [11, 22, 33, 44]
+        seeds = [11, 22, 33, 44, 55, 66, 77, 88]
         before = _counters(c)
         together = _jobs_together(c.dir, seeds)
         after = _counters(c)
         for node in ("shard-0", "shard-1", "head"):
             rows = after[node]["batch_rows_total"] - before[node]["batch_rows_total"]
             batches = after[node]["batches_total"] - before[node]["batches_total"]
-            # 4 x 40 decode steps (and 4 prefills, which may run alone): in
-            # bursts of 4 that is ~45 batches; in fragments, over 100.
+            # 8 x 40 decode steps (and 8 prefills, which may run alone): in
+            # bursts of 8 that is ~50 batches; alone or in pairs, 160 or more.
             assert rows / batches >= 3.0, (
                 f"{node}: {rows} rows in {batches} batches — the sessions did not stay one batch")
         with Client.from_cluster(c.dir) as client:
