@@ -7,9 +7,9 @@
 // name order, each with its name); a span's digest combines the digests of
 // its layers. A shard computes the digests of the layers it serves (pages it
 // maps anyway); a head computes every layer's once, handing back the pages
-// of each layer it does not serve once hashed (ReleasePages), so its memory
-// stays its own tensors' even for a model far bigger than the host's RAM. For a GGUF file the
-// digests are cached in "<file>.troupe-digests.json" beside it, or under
+// of each layer it does not serve once hashed (ReleasePages), so its
+// resident memory never holds the whole model. For a GGUF file the digests
+// are cached in "<file>.troupe-digests.json" beside it, or under
 // $XDG_CACHE_HOME/troupe/digests/ (default ~/.cache) where that folder is not
 // writable, keyed by the file's size and modification time, so a restart
 // reads no weight bytes to check them; a Hugging Face folder is hashed at

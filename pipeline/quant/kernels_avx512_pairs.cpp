@@ -14,10 +14,10 @@
 // summs of eight activation rows share one 256-bit FMA.
 //
 // Tiles: R weight rows x P pairs (P <= 4; R = 1 for a decode batch whose
-// chunk of pairs fits L1, else 4: PairRows), weight blocks decoded once per
-// tile row and reused from registers for the P pairs. Activation rows go in chunks of kChunkPairs
-// pairs (about 150 KB of pairs for 1536 columns, so the chunk stays in L2
-// while the weight rows go by).
+// pairs fit L1, else 4: PairRows), weight blocks decoded once per tile row
+// and reused from registers for the P pairs. Activation rows go in chunks of
+// kChunkPairs pairs (about 150 KB of pairs for 1536 columns, so the chunk
+// stays in L2 while the weight rows go by).
 
 #include "pipeline/quant/kernels.h"
 
@@ -177,18 +177,19 @@ void PairRowsR(const MatmulArgs& a, int64_t r0, int64_t r1) {
 
 // One weight row at a time up to kStreamPairs pairs, so the weights stream
 // front to back as the hardware prefetcher likes (a decode batch reads them
-// from DRAM: 4 interleaved rows were ~20 % slower at 16 rows), as long as a
-// chunk's activations stay in L1 for the next row; above that (prefill, or
-// a wide matrix such as an FFN's down projection, whose 16 rows of 1536
-// columns are 72 KB of pairs) 4 rows, which loads each chunk's activations a
-// quarter as often.
+// from DRAM: 4 interleaved rows were ~20 % slower at 16 rows), as long as
+// the pairs stay in L1 for the next row; above that (prefill, or a wide
+// matrix such as an FFN's down projection, whose 16 rows of 1536 columns are
+// 72 KB of pairs) 4 rows, which loads each chunk's activations a quarter as
+// often. kStreamPairs <= kChunkPairs: a decode batch is one chunk.
 template <class K>
 void PairRows(const MatmulArgs& a, int64_t r0, int64_t r1) {
   constexpr int64_t kStreamPairs = 16;
+  static_assert(kStreamPairs <= kChunkPairs, "");
   constexpr int64_t kL1Bytes = 32 << 10;
   const int64_t pairs = (a.n + 1) / 2;
-  const int64_t chunk_bytes = std::min(pairs, kChunkPairs) * (a.cols / 32) * static_cast<int64_t>(sizeof(ActPairBlock));
-  if (pairs <= kStreamPairs && chunk_bytes <= kL1Bytes) return PairRowsR<K, 1>(a, r0, r1);
+  const int64_t pair_bytes = pairs * (a.cols / 32) * static_cast<int64_t>(sizeof(ActPairBlock));
+  if (pairs <= kStreamPairs && pair_bytes <= kL1Bytes) return PairRowsR<K, 1>(a, r0, r1);
   return PairRowsR<K, 4>(a, r0, r1);
 }
 
