@@ -202,36 +202,44 @@ float GgmlDotF16(const uint16_t* x, const uint16_t* y, int64_t n) {
   return static_cast<float>(sum);
 }
 
+#if defined(TROUPE_GGML_AVX512)
+namespace {
+// out[j] = _mm512_reduce_add_ps(v[j]) for j < 16, bit for bit: the 16
+// horizontal sums at once, in the tree of GCC's _mm512_reduce_add_ps: lanes
+// l + (l + 8), then l + (l + 4), then l + (l + 2), then 0 + 1. (Addition
+// commutes bit for bit, so only the tree matters.)
+inline void ReduceRows16(const __m512 (&v)[16], float* out) {
+  __m512 z[8];  // z[m]: 256-bit half h holds row 2m + h's lanes l + (l + 8)
+  for (int m = 0; m < 8; ++m) {
+    z[m] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * m], v[2 * m + 1], 0x44),
+                         _mm512_shuffle_f32x4(v[2 * m], v[2 * m + 1], 0xEE));
+  }
+  __m512 w[4];  // w[p]: 128-bit lane k holds row 4p + k's lanes l + (l + 4)
+  for (int p = 0; p < 4; ++p) {
+    w[p] = _mm512_add_ps(_mm512_shuffle_f32x4(z[2 * p], z[2 * p + 1], 0x88),
+                         _mm512_shuffle_f32x4(z[2 * p], z[2 * p + 1], 0xDD));
+  }
+  __m512 u[2];  // u[q]: 128-bit lane k = (l + (l + 2) for l = 0, 1) of rows 8q + k, 8q + 4 + k
+  for (int q = 0; q < 2; ++q) {
+    u[q] = _mm512_add_ps(_mm512_shuffle_ps(w[2 * q], w[2 * q + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_ps(w[2 * q], w[2 * q + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+  // 128-bit lane k, element e: row 4e + k.
+  const __m512 r = _mm512_add_ps(_mm512_shuffle_ps(u[0], u[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                 _mm512_shuffle_ps(u[0], u[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  _mm512_storeu_ps(out, _mm512_permutexvar_ps(order, r));
+}
+}  // namespace
+#endif
+
 void GgmlDotF16Rows16(const uint16_t* x, int64_t stride, const uint16_t* y, int64_t n, float* out) {
 #if defined(TROUPE_GGML_AVX512)
   if (n > 0 && n % 64 == 0) {
-    // Each row's lanes as in GgmlDotF16 (DotF16Lanes); then the 16
-    // horizontal sums at once, in the tree of GCC's
-    // _mm512_reduce_add_ps: lanes l + (l + 8), then l + (l + 4), then
-    // l + (l + 2), then 0 + 1. (Addition commutes bit for bit, so only the
-    // tree matters.)
+    // Each row's lanes as in GgmlDotF16 (DotF16Lanes), then their sums.
     __m512 v[16];
     for (int j = 0; j < 16; ++j) v[j] = DotF16Lanes(x + j * stride, y, n);
-    __m512 z[8];  // z[m]: 256-bit half h holds row 2m + h's lanes l + (l + 8)
-    for (int m = 0; m < 8; ++m) {
-      z[m] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * m], v[2 * m + 1], 0x44),
-                           _mm512_shuffle_f32x4(v[2 * m], v[2 * m + 1], 0xEE));
-    }
-    __m512 w[4];  // w[p]: 128-bit lane k holds row 4p + k's lanes l + (l + 4)
-    for (int p = 0; p < 4; ++p) {
-      w[p] = _mm512_add_ps(_mm512_shuffle_f32x4(z[2 * p], z[2 * p + 1], 0x88),
-                           _mm512_shuffle_f32x4(z[2 * p], z[2 * p + 1], 0xDD));
-    }
-    __m512 u[2];  // u[q]: 128-bit lane k = (l + (l + 2) for l = 0, 1) of rows 8q + k, 8q + 4 + k
-    for (int q = 0; q < 2; ++q) {
-      u[q] = _mm512_add_ps(_mm512_shuffle_ps(w[2 * q], w[2 * q + 1], _MM_SHUFFLE(1, 0, 1, 0)),
-                           _mm512_shuffle_ps(w[2 * q], w[2 * q + 1], _MM_SHUFFLE(3, 2, 3, 2)));
-    }
-    // 128-bit lane k, element e: row 4e + k.
-    const __m512 r = _mm512_add_ps(_mm512_shuffle_ps(u[0], u[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                                   _mm512_shuffle_ps(u[0], u[1], _MM_SHUFFLE(3, 1, 3, 1)));
-    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    _mm512_storeu_ps(out, _mm512_permutexvar_ps(order, r));
+    ReduceRows16(v, out);
     return;
   }
 #elif defined(TROUPE_GGML_AVX2)
@@ -398,199 +406,368 @@ void Attention(const float* q, const uint16_t* keys, const uint16_t* values, con
   AttentionBatch(s, &one, 1, threads);
 }
 
-void AttentionBatch(const AttentionShape& s, const AttentionRows* sessions, int count, int threads) {
-  // llama.cpp's non-flash attention for one query row (ggml graph: kq =
-  // mul_mat(k, q) with q rounded to fp16 and ggml_vec_dot_f16 per key,
-  // soft_max_ext(kq * scale, causal mask), kqv = mul_mat(v^T, kq) with the
-  // probabilities rounded to fp16 and ggml_vec_dot_f16 over the positions),
-  // computed in the same order. llama.cpp pads its key range to a multiple of
-  // 256 with masked cells; those contribute exact zeros to every sum, so we
-  // stop at the last real position (softmax blocks are still aligned to 16
-  // from position 0, the padding being exp(-inf) = 0).
+namespace {
+
+// llama.cpp's non-flash attention for one query row (ggml graph: kq =
+// mul_mat(k, q) with q rounded to fp16 and ggml_vec_dot_f16 per key,
+// soft_max_ext(kq * scale, causal mask), kqv = mul_mat(v^T, kq) with the
+// probabilities rounded to fp16 and ggml_vec_dot_f16 over the positions),
+// computed in the same order. llama.cpp pads its key range to a multiple of
+// 256 with masked cells; those contribute exact zeros to every sum, so we
+// stop at the last real position (softmax blocks are still aligned to 16
+// from position 0, the padding being exp(-inf) = 0).
+
+// Where one head's query row attends: positions [first, len) of its cache
+// (causal, and a sliding window masks those before `first`).
+struct AttendSpan {
+  int64_t len = 0;    // start + i + 1
+  int64_t len16 = 0;  // len rounded up to a multiple of 16 (the softmax's blocks)
+  int64_t first = 0;
+  AttendSpan(const AttentionShape& s, const AttentionRows& a, int64_t i)
+      : len(a.start + i + 1),
+        len16((len + 15) / 16 * 16),
+        first(s.window > 0 ? std::max<int64_t>(0, len - s.window) : 0) {}
+};
+
+// Per-thread scratch, kept across calls; Size fits it to `heads` heads
+// attended together, keys up to `padded_keys` (a multiple of 16) and head
+// dimension d.
+struct AttendScratch {
+  std::vector<float> scores, probs, pw, acc, qf, kf;
+  std::vector<uint16_t> qh, ph;
+  int64_t padded = 0;  // floats per head in scores and pw
+  void Size(int64_t heads, int64_t padded_keys, int64_t d) {
+    padded = padded_keys;
+    scores.resize(heads * padded);
+    probs.resize(padded);
+    pw.resize(heads * padded);
+    acc.resize(64 * std::max(heads * 64, d));  // AttendHead: [64][d]; AttendHeadsAvx512: [heads][64][64]
+    qf.resize(heads * d);
+    kf.resize(16 * d);
+    qh.resize(heads * d);
+    ph.resize(padded);
+  }
+};
+
+// scores[first, len) *= scale, masked below first and past len (to len16);
+// returns the max over [first, len).
+float ScaleAndMask(float* scores, const AttendSpan& p, float scale) {
+  float max_score = -INFINITY;
+  for (int64_t c = 0; c < p.first; ++c) scores[c] = -INFINITY;
+  for (int64_t c = p.first; c < p.len; ++c) {
+    scores[c] *= scale;
+    max_score = std::max(max_score, scores[c]);
+  }
+  for (int64_t c = p.len; c < p.len16; ++c) scores[c] = -INFINITY;
+  return max_score;
+}
+
+// Head h of query row i, on its own: the path for every instruction set and
+// head dimension.
+void AttendHead(const AttentionShape& s, const AttentionRows& a, int64_t i, int64_t h, float scale, AttendScratch& x) {
   const int64_t d = s.head_dim;
-  const int64_t group = s.n_heads / s.n_kv_heads;
   const int64_t row = s.n_heads * d;
+  const int64_t kvh = h / (s.n_heads / s.n_kv_heads);
+  const int64_t max_length = a.cache_stride / d;  // positions the cache holds per kv head
+  const AttendSpan p(s, a, i);
+  uint16_t* qh = x.qh.data();
+  float* scores = x.scores.data();
+  float* probs = x.probs.data();
+  ToHalf(a.q + i * row + h * d, qh, d);
+  const uint16_t* k = a.keys + kvh * a.cache_stride;
+  const uint16_t* v = a.values + kvh * a.cache_stride;
+  int64_t j = p.first / 16 * 16;  // whole blocks below `first` are only masked
+  for (; j + 16 <= p.len; j += 16) GgmlDotF16Rows16(k + j * d, d, qh, d, &scores[j]);
+  if (j < p.len && j + 16 <= max_length) {
+    // The last len % 16 keys: 16 rows at once is faster than one at a
+    // time; rows past len (allocated, not yet written) are computed and
+    // dropped.
+    float tail[16];
+    GgmlDotF16Rows16(k + j * d, d, qh, d, tail);
+    for (int64_t c = j; c < p.len; ++c) scores[c] = tail[c - j];
+    j = p.len;
+  }
+  for (; j < p.len; ++j) scores[j] = GgmlDotF16(k + j * d, qh, d);
+  const float max_score = ScaleAndMask(scores, p, scale);
+  const double sum = GgmlSoftMaxExp(scores, max_score, probs, p.len16);
+  const float inv = static_cast<float>(1.0 / sum);
+  float* o = a.out + i * row + h * d;
+#if defined(TROUPE_GGML_AVX512) || defined(TROUPE_GGML_AVX2)
+  constexpr int kRne = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;  // = Fp32ToFp16's rounding
+  float* pw = x.pw.data();                                             // probabilities through fp16 and back
+  float* acc = x.acc.data();
+#endif
+#if defined(TROUPE_GGML_AVX512)
+  if (d % 16 == 0) {
+    for (int64_t j = 0; j < p.len16; j += 16) {  // past len: exp(-inf) = 0
+      const __m512 pr = _mm512_mul_ps(_mm512_loadu_ps(&probs[j]), _mm512_set1_ps(inv));
+      _mm512_storeu_ps(&pw[j], _mm512_cvtph_ps(_mm512_cvtps_ph(pr, kRne)));
+    }
+    // ggml_vec_dot_f16(n_kv, v^T[e], p) for all e at once: position j
+    // feeds accumulator lane j % 64 (ggml's 4 x 16 lanes), block by block.
+    std::fill(acc, acc + 64 * d, 0.0f);
+    for (int64_t j = p.first; j < p.len; ++j) {  // masked keys add exact zeros
+      const __m512 pj = _mm512_set1_ps(pw[j]);
+      float* aj = &acc[(j % 64) * d];
+      for (int64_t e = 0; e < d; e += 16)
+        _mm512_storeu_ps(aj + e, _mm512_fmadd_ps(LoadHalf16(v + j * d + e), pj, _mm512_loadu_ps(aj + e)));
+    }
+    for (int64_t e = 0; e < d; e += 16) {
+      __m512 y[16];  // (acc_c0 + acc_c2) + (acc_c1 + acc_c3) for each lane
+      for (int l = 0; l < 16; ++l) {
+        const __m512 x0 = _mm512_add_ps(_mm512_loadu_ps(&acc[l * d + e]), _mm512_loadu_ps(&acc[(32 + l) * d + e]));
+        const __m512 x1 =
+            _mm512_add_ps(_mm512_loadu_ps(&acc[(16 + l) * d + e]), _mm512_loadu_ps(&acc[(48 + l) * d + e]));
+        y[l] = _mm512_add_ps(x0, x1);
+      }
+      // _mm512_reduce_add_ps over the lanes, transposed: lanes l and
+      // l + 8, then l and l + 4, then (0 + 2) + (1 + 3).
+      for (int l = 0; l < 8; ++l) y[l] = _mm512_add_ps(y[l + 8], y[l]);
+      for (int l = 0; l < 4; ++l) y[l] = _mm512_add_ps(y[l + 4], y[l]);
+      _mm512_storeu_ps(o + e, _mm512_add_ps(_mm512_add_ps(y[0], y[2]), _mm512_add_ps(y[1], y[3])));
+    }
+    return;
+  }
+#endif
+#if defined(TROUPE_GGML_AVX2)
+  if (d % 16 == 0) {
+    for (int64_t j = 0; j < p.len16; j += 8) {  // past len: exp(-inf) = 0
+      const __m256 pr = _mm256_mul_ps(_mm256_loadu_ps(&probs[j]), _mm256_set1_ps(inv));
+      _mm256_storeu_ps(&pw[j], _mm256_cvtph_ps(_mm256_cvtps_ph(pr, kRne)));
+    }
+    // AVX2: GGML_F16_STEP 32, position j -> accumulator lane j % 32.
+    std::fill(acc, acc + 32 * d, 0.0f);
+    for (int64_t j = p.first; j < p.len; ++j) {
+      const __m256 pj = _mm256_broadcast_ss(&pw[j]);
+      float* aj = &acc[(j % 32) * d];
+      for (int64_t e = 0; e < d; e += 8)
+        _mm256_storeu_ps(aj + e, _mm256_fmadd_ps(LoadHalf8(v + j * d + e), pj, _mm256_loadu_ps(aj + e)));
+    }
+    for (int64_t e = 0; e < d; e += 8) {
+      __m256 y[8];
+      for (int l = 0; l < 8; ++l) {
+        const __m256 x0 = _mm256_add_ps(_mm256_loadu_ps(&acc[l * d + e]), _mm256_loadu_ps(&acc[(16 + l) * d + e]));
+        const __m256 x1 =
+            _mm256_add_ps(_mm256_loadu_ps(&acc[(8 + l) * d + e]), _mm256_loadu_ps(&acc[(24 + l) * d + e]));
+        y[l] = _mm256_add_ps(x0, x1);
+      }
+      // HaddReduce8 transposed: lanes l + (l + 4), then (0 + 1) + (2 + 3).
+      for (int l = 0; l < 4; ++l) y[l] = _mm256_add_ps(y[l], y[l + 4]);
+      _mm256_storeu_ps(o + e, _mm256_add_ps(_mm256_add_ps(y[0], y[1]), _mm256_add_ps(y[2], y[3])));
+    }
+    return;
+  }
+#endif
+  uint16_t* ph = x.ph.data();
+  for (int64_t j = 0; j < p.len; ++j) ph[j] = Fp32ToFp16(probs[j] * inv);
+  // Portable ggml: a double sum of fp32 products, position by position.
+  for (int64_t e = 0; e < d; ++e) {
+    double sum_e = 0.0;
+    for (int64_t j = 0; j < p.len; ++j) sum_e += static_cast<double>(Fp16ToFp32(v[j * d + e]) * Fp16ToFp32(ph[j]));
+    o[e] = static_cast<float>(sum_e);
+  }
+}
+
+#if defined(TROUPE_GGML_AVX512)
+// Heads [h0, h0 + G) of query row i, all reading one kv head, head_dim a
+// multiple of 64: AttendHead's arithmetic for each, bit for bit, with what
+// the heads share done once. Each key block is widened to fp32 once
+// (exactly) for all G heads' scores, each value row once for all G heads'
+// sums; each of ggml's 64 accumulator lanes of a value sum is one register
+// chain over its positions (j, j + 64, ...) instead of a load and a store per
+// position. With 16 sessions' steps (GQA groups of 3) this is ~1.45x the
+// one-head path; the cache is read from DRAM either way.
+template <int G>
+void AttendHeadsAvx512(const AttentionShape& s, const AttentionRows& a, int64_t i, int64_t h0, float scale,
+                       AttendScratch& x) {
+  constexpr int kRne = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  const int64_t d = s.head_dim;
+  const int64_t row = s.n_heads * d;
+  const int64_t kvh = h0 / (s.n_heads / s.n_kv_heads);
+  const int64_t max_length = a.cache_stride / d;
+  const int64_t padded = x.padded;
+  const AttendSpan p(s, a, i);
+  const uint16_t* k = a.keys + kvh * a.cache_stride;
+  const uint16_t* v = a.values + kvh * a.cache_stride;
+  float* qf = x.qf.data();  // each head's query rounded to fp16, widened back
+  for (int g = 0; g < G; ++g) {
+    const float* q = a.q + i * row + (h0 + g) * d;
+    for (int64_t e = 0; e < d; e += 16)
+      _mm512_storeu_ps(qf + g * d + e, _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_loadu_ps(q + e), kRne)));
+    ToHalf(q, x.qh.data() + g * d, d);
+  }
+  // Scores, 16 keys at a time: ggml_vec_dot_f16's FMA chains over the
+  // widened values (fma(k, q) with exact fp32 operands is the fp16 one) and
+  // GgmlDotF16Rows16's horizontal sums.
+  float* kf = x.kf.data();
+  int64_t j = p.first / 16 * 16;
+  for (; j < p.len && j + 16 <= max_length; j += 16) {
+    // Past len (the last block): cells allocated, not yet written, whose
+    // scores are dropped.
+    for (int r = 0; r < 16; ++r)
+      for (int64_t e = 0; e < d; e += 16) _mm512_storeu_ps(kf + r * d + e, LoadHalf16(k + (j + r) * d + e));
+    for (int g = 0; g < G; ++g) {
+      const float* qg = qf + g * d;
+      __m512 lanes[16];
+      for (int r = 0; r < 16; ++r) {
+        __m512 c4[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+        for (int64_t e = 0; e < d; e += 64)
+          for (int c = 0; c < 4; ++c)
+            c4[c] = _mm512_fmadd_ps(_mm512_loadu_ps(kf + r * d + e + 16 * c), _mm512_loadu_ps(qg + e + 16 * c), c4[c]);
+        lanes[r] = _mm512_add_ps(_mm512_add_ps(c4[0], c4[2]), _mm512_add_ps(c4[1], c4[3]));
+      }
+      float out16[16];
+      ReduceRows16(lanes, out16);
+      float* sc = x.scores.data() + g * padded;
+      for (int r = 0; r < 16 && j + r < p.len; ++r) sc[j + r] = out16[r];
+    }
+  }
+  for (; j < p.len; ++j)  // a cache too short for a whole last block
+    for (int g = 0; g < G; ++g) x.scores[g * padded + j] = GgmlDotF16(k + j * d, x.qh.data() + g * d, d);
+  // Softmax per head; probabilities through fp16 and back.
+  for (int g = 0; g < G; ++g) {
+    float* sc = x.scores.data() + g * padded;
+    const float max_score = ScaleAndMask(sc, p, scale);
+    const double sum = GgmlSoftMaxExp(sc, max_score, x.probs.data(), p.len16);
+    const __m512 inv = _mm512_set1_ps(static_cast<float>(1.0 / sum));
+    float* pw = x.pw.data() + g * padded;
+    for (int64_t c = 0; c < p.len16; c += 16) {
+      const __m512 pr = _mm512_mul_ps(_mm512_loadu_ps(&x.probs[c]), inv);
+      _mm512_storeu_ps(pw + c, _mm512_cvtph_ps(_mm512_cvtps_ph(pr, kRne)));
+    }
+  }
+  // Value sums, 64 outputs at a time: ggml_vec_dot_f16(n_kv, v^T[e], p),
+  // position j feeding lane j % 64 (fma(v, p, lane) from +0, positions in
+  // order; masked ones add exact zeros and are skipped), then the lanes
+  // reduced as in AttendHead.
+  float* acc = x.acc.data();  // [G][64 lanes][64 outputs]
+  for (int64_t e0 = 0; e0 < d; e0 += 64) {
+    for (int64_t l = 0; l < 64; ++l) {
+      __m512 sum[G][4];
+      for (int g = 0; g < G; ++g)
+        for (int c = 0; c < 4; ++c) sum[g][c] = _mm512_setzero_ps();
+      int64_t jj = l;
+      if (jj < p.first) jj += (p.first - l + 63) / 64 * 64;
+      for (; jj < p.len; jj += 64) {
+        for (int c = 0; c < 4; ++c) {
+          const __m512 vj = LoadHalf16(v + jj * d + e0 + 16 * c);
+          for (int g = 0; g < G; ++g) sum[g][c] = _mm512_fmadd_ps(vj, _mm512_set1_ps(x.pw[g * padded + jj]), sum[g][c]);
+        }
+      }
+      for (int g = 0; g < G; ++g)
+        for (int c = 0; c < 4; ++c) _mm512_storeu_ps(acc + (g * 64 + l) * 64 + 16 * c, sum[g][c]);
+    }
+    for (int g = 0; g < G; ++g) {
+      for (int c = 0; c < 4; ++c) {
+        const float* ag = acc + g * 64 * 64 + 16 * c;
+        __m512 y[16];
+        for (int l = 0; l < 16; ++l) {
+          const __m512 x0 = _mm512_add_ps(_mm512_loadu_ps(ag + l * 64), _mm512_loadu_ps(ag + (32 + l) * 64));
+          const __m512 x1 = _mm512_add_ps(_mm512_loadu_ps(ag + (16 + l) * 64), _mm512_loadu_ps(ag + (48 + l) * 64));
+          y[l] = _mm512_add_ps(x0, x1);
+        }
+        for (int l = 0; l < 8; ++l) y[l] = _mm512_add_ps(y[l + 8], y[l]);
+        for (int l = 0; l < 4; ++l) y[l] = _mm512_add_ps(y[l + 4], y[l]);
+        _mm512_storeu_ps(a.out + i * row + (h0 + g) * d + e0 + 16 * c,
+                         _mm512_add_ps(_mm512_add_ps(y[0], y[2]), _mm512_add_ps(y[1], y[3])));
+      }
+    }
+  }
+}
+#endif
+
+// How many heads of one kv head's group an item attends together: the
+// largest of 4, 3, 2 that divides the group, on the AVX-512 path with head
+// sizes a multiple of 64; else 1 (AttendHead).
+int64_t HeadsTogether(const AttentionShape& s) {
+#if defined(TROUPE_GGML_AVX512)
+  const int64_t group = s.n_heads / s.n_kv_heads;
+  if (s.head_dim % 64 == 0)
+    for (int64_t g : {4, 3, 2})
+      if (group % g == 0) return g;
+#endif
+  (void)s;
+  return 1;
+}
+
+// Query row i's heads [h0, h0 + heads) (heads from HeadsTogether, or 1:
+// one at a time).
+void AttendHeads(const AttentionShape& s, const AttentionRows& a, int64_t i, int64_t h0, int64_t heads, float scale,
+                 AttendScratch& x) {
+#if defined(TROUPE_GGML_AVX512)
+  if (s.head_dim % 64 == 0) {
+    switch (heads) {
+      case 2: return AttendHeadsAvx512<2>(s, a, i, h0, scale, x);
+      case 3: return AttendHeadsAvx512<3>(s, a, i, h0, scale, x);
+      case 4: return AttendHeadsAvx512<4>(s, a, i, h0, scale, x);
+      default: break;
+    }
+  }
+#endif
+  for (int64_t h = h0; h < h0 + heads; ++h) AttendHead(s, a, i, h, scale, x);
+}
+
+}  // namespace
+
+void AttentionBatch(const AttentionShape& s, const AttentionRows* sessions, int count, int threads) {
+  const int64_t d = s.head_dim;
   const float scale = s.scale != 0 ? s.scale : 1.0f / std::sqrt(static_cast<float>(d));
-  // Work items are (session, query row, head), session by session; item_end[n]
-  // is one past session n's last.
-  std::vector<int64_t> item_end(count);
-  int64_t work = 0, cost = 0, longest = 0;
+  int64_t rows = 0, cost = 0, longest = 0;
   for (int n = 0; n < count; ++n) {
     const AttentionRows& a = sessions[n];
-    work += s.n_heads * a.t;
-    item_end[n] = work;
+    rows += a.t;
     cost += s.n_heads * a.t * (a.start + a.t) * d;
     longest = std::max(longest, a.start + a.t);
+  }
+  const bool parallel = cost > 65536 && threads > 1;
+  // Work items are (session, query row, heads attended together), session by
+  // session; item_end[n] is one past session n's last. Heads of one kv head
+  // go together unless that leaves too few items to share among the threads
+  // (one session's decode step: 3 kv heads for 2 threads).
+  int64_t together = HeadsTogether(s);
+  if (parallel && rows * (s.n_heads / together) < 4 * threads) together = 1;
+  const int64_t per_row = s.n_heads / together;
+  std::vector<int64_t> item_end(count);
+  int64_t work = 0;
+  for (int n = 0; n < count; ++n) {
+    work += per_row * sessions[n].t;
+    item_end[n] = work;
   }
   // Parts of about equal cost, several per thread, go to whichever thread is
   // free: an item's cost grows with its row's position, so equal item counts
   // left the thread with a prefill's later rows ~3/4 of the work, and a
   // decode step's 9 heads split 5/4. Each item is computed alone, so the
   // split does not change a bit of the output.
-  const int parts = cost > 65536 && threads > 1 ? static_cast<int>(std::min<int64_t>(work, threads * 8)) : 1;
+  const int parts = parallel ? static_cast<int>(std::min<int64_t>(work, threads * 8)) : 1;
   std::vector<int64_t> bounds(parts + 1, work);
   bounds[0] = 0;
   if (parts > 1) {
     int64_t total = 0;  // the items' exact cost: row i of a session attends start + i + 1 positions
     for (int n = 0; n < count; ++n) {
       const AttentionRows& a = sessions[n];
-      total += s.n_heads * d * (a.t * a.start + a.t * (a.t + 1) / 2);
+      total += per_row * (a.t * a.start + a.t * (a.t + 1) / 2);
     }
     int64_t w = 0, so_far = 0;
     int next = 1;
     for (int n = 0; n < count && next < parts; ++n) {
       const AttentionRows& a = sessions[n];
       for (int64_t i = 0; i < a.t && next < parts; ++i) {
-        for (int64_t h = 0; h < s.n_heads && next < parts; ++h, ++w) {
-          so_far += (a.start + i + 1) * d;
+        for (int64_t h = 0; h < per_row && next < parts; ++h, ++w) {
+          so_far += a.start + i + 1;
           while (next < parts && so_far * parts >= total * next) bounds[next++] = w + 1;
         }
       }
     }
   }
   auto body = [&](int64_t w_begin, int64_t w_end) {
-    const int64_t padded = (longest + 15) / 16 * 16;
-    // Scratch per thread, kept across calls.
-    thread_local std::vector<float> scores, probs;
-    thread_local std::vector<uint16_t> qh, ph;
-    scores.resize(padded);
-    probs.resize(padded);
-    qh.resize(d);
-    ph.resize(longest);
-#if defined(TROUPE_GGML_AVX512) || defined(TROUPE_GGML_AVX2)
-    thread_local std::vector<float> acc, pw;  // pw: probabilities through fp16 and back
-    if (d % 16 == 0) {
-      acc.resize(64 * d);
-      pw.resize(padded);
-    }
-    constexpr int kRne = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;  // = Fp32ToFp16's rounding
-#endif
+    thread_local AttendScratch scratch;
+    scratch.Size(together, (longest + 15) / 16 * 16, d);
     int n = static_cast<int>(std::upper_bound(item_end.begin(), item_end.end(), w_begin) - item_end.begin());
     for (int64_t w = w_begin; w < w_end; ++w) {
       while (w >= item_end[n]) ++n;
       const AttentionRows& a = sessions[n];
-      const float* q = a.q;
-      const uint16_t* keys = a.keys;
-      const uint16_t* values = a.values;
-      const int64_t start = a.start, cache_stride = a.cache_stride;
-      const int64_t max_length = cache_stride / d;  // positions the cache holds per kv head
-      float* out = a.out;
-      const int64_t local = w - (item_end[n] - s.n_heads * a.t);
-      const int64_t h = local % s.n_heads;
-      const int64_t i = local / s.n_heads;
-      const int64_t kvh = h / group;
-      ToHalf(q + i * row + h * d, qh.data(), d);
-      const uint16_t* k = keys + kvh * cache_stride;
-      const uint16_t* v = values + kvh * cache_stride;
-      const int64_t len = start + i + 1;  // causal: positions [0, start + i]
-      const int64_t len16 = (len + 15) / 16 * 16;
-      // Sliding window: keys before `first` are masked (score -inf, weight 0).
-      const int64_t first = s.window > 0 ? std::max<int64_t>(0, len - s.window) : 0;
-      float max_score = -INFINITY;
-      int64_t j = 0;
-      for (; j + 16 <= first; j += 16)
-        for (int64_t c = j; c < j + 16; ++c) scores[c] = -INFINITY;
-      for (; j + 16 <= len; j += 16) {
-        GgmlDotF16Rows16(k + j * d, d, qh.data(), d, &scores[j]);
-        for (int64_t c = j; c < j + 16; ++c) {
-          scores[c] *= scale;
-          max_score = std::max(max_score, scores[c]);
-        }
-      }
-      if (j < len && j + 16 <= max_length) {
-        // The last len % 16 keys: 16 rows at once is faster than one at a
-        // time; rows past len (allocated, not yet written) are computed and
-        // dropped.
-        float tail[16];
-        GgmlDotF16Rows16(k + j * d, d, qh.data(), d, tail);
-        for (int64_t c = j; c < len; ++c) {
-          scores[c] = tail[c - j] * scale;
-          max_score = std::max(max_score, scores[c]);
-        }
-        j = len;
-      }
-      for (; j < len; ++j) {
-        scores[j] = GgmlDotF16(k + j * d, qh.data(), d) * scale;
-        max_score = std::max(max_score, scores[j]);
-      }
-      if (first > 0) {
-        for (int64_t c = 0; c < first; ++c) scores[c] = -INFINITY;
-        max_score = -INFINITY;
-        for (int64_t c = first; c < len; ++c) max_score = std::max(max_score, scores[c]);
-      }
-      for (int64_t j = len; j < len16; ++j) scores[j] = -INFINITY;
-      const double sum = GgmlSoftMaxExp(scores.data(), max_score, probs.data(), len16);
-      const float inv = static_cast<float>(1.0 / sum);
-      float* o = out + i * row + h * d;
-#if defined(TROUPE_GGML_AVX512)
-      if (d % 16 == 0) {
-        for (int64_t j = 0; j < len16; j += 16) {  // past len: exp(-inf) = 0
-          const __m512 pr = _mm512_mul_ps(_mm512_loadu_ps(&probs[j]), _mm512_set1_ps(inv));
-          _mm512_storeu_ps(&pw[j], _mm512_cvtph_ps(_mm512_cvtps_ph(pr, kRne)));
-        }
-        // ggml_vec_dot_f16(n_kv, v^T[e], p) for all e at once: position j
-        // feeds accumulator lane j % 64 (ggml's 4 x 16 lanes), block by block.
-        std::fill(acc.begin(), acc.end(), 0.0f);
-        for (int64_t j = first; j < len; ++j) {  // masked keys add exact zeros
-          const __m512 p = _mm512_set1_ps(pw[j]);
-          float* a = &acc[(j % 64) * d];
-          for (int64_t e = 0; e < d; e += 16)
-            _mm512_storeu_ps(a + e, _mm512_fmadd_ps(LoadHalf16(v + j * d + e), p, _mm512_loadu_ps(a + e)));
-        }
-        for (int64_t e = 0; e < d; e += 16) {
-          __m512 y[16];  // (acc_c0 + acc_c2) + (acc_c1 + acc_c3) for each lane
-          for (int l = 0; l < 16; ++l) {
-            const __m512 x0 = _mm512_add_ps(_mm512_loadu_ps(&acc[l * d + e]), _mm512_loadu_ps(&acc[(32 + l) * d + e]));
-            const __m512 x1 =
-                _mm512_add_ps(_mm512_loadu_ps(&acc[(16 + l) * d + e]), _mm512_loadu_ps(&acc[(48 + l) * d + e]));
-            y[l] = _mm512_add_ps(x0, x1);
-          }
-          // _mm512_reduce_add_ps over the lanes, transposed: lanes l and
-          // l + 8, then l and l + 4, then (0 + 2) + (1 + 3).
-          for (int l = 0; l < 8; ++l) y[l] = _mm512_add_ps(y[l + 8], y[l]);
-          for (int l = 0; l < 4; ++l) y[l] = _mm512_add_ps(y[l + 4], y[l]);
-          const __m512 r = _mm512_add_ps(_mm512_add_ps(y[0], y[2]), _mm512_add_ps(y[1], y[3]));
-          _mm512_storeu_ps(o + e, r);
-        }
-        continue;
-      }
-#endif
-#if defined(TROUPE_GGML_AVX2)
-      if (d % 16 == 0) {
-        for (int64_t j = 0; j < len16; j += 8) {  // past len: exp(-inf) = 0
-          const __m256 pr = _mm256_mul_ps(_mm256_loadu_ps(&probs[j]), _mm256_set1_ps(inv));
-          _mm256_storeu_ps(&pw[j], _mm256_cvtph_ps(_mm256_cvtps_ph(pr, kRne)));
-        }
-        // AVX2: GGML_F16_STEP 32, position j -> accumulator lane j % 32.
-        std::fill(acc.begin(), acc.begin() + 32 * d, 0.0f);
-        for (int64_t j = first; j < len; ++j) {
-          const __m256 p = _mm256_broadcast_ss(&pw[j]);
-          float* a = &acc[(j % 32) * d];
-          for (int64_t e = 0; e < d; e += 8)
-            _mm256_storeu_ps(a + e, _mm256_fmadd_ps(LoadHalf8(v + j * d + e), p, _mm256_loadu_ps(a + e)));
-        }
-        for (int64_t e = 0; e < d; e += 8) {
-          __m256 y[8];
-          for (int l = 0; l < 8; ++l) {
-            const __m256 x0 = _mm256_add_ps(_mm256_loadu_ps(&acc[l * d + e]), _mm256_loadu_ps(&acc[(16 + l) * d + e]));
-            const __m256 x1 =
-                _mm256_add_ps(_mm256_loadu_ps(&acc[(8 + l) * d + e]), _mm256_loadu_ps(&acc[(24 + l) * d + e]));
-            y[l] = _mm256_add_ps(x0, x1);
-          }
-          // HaddReduce8 transposed: lanes l + (l + 4), then (0 + 1) + (2 + 3).
-          for (int l = 0; l < 4; ++l) y[l] = _mm256_add_ps(y[l], y[l + 4]);
-          _mm256_storeu_ps(o + e, _mm256_add_ps(_mm256_add_ps(y[0], y[1]), _mm256_add_ps(y[2], y[3])));
-        }
-        continue;
-      }
-#endif
-      for (int64_t j = 0; j < len; ++j) ph[j] = Fp32ToFp16(probs[j] * inv);
-      // Portable ggml: a double sum of fp32 products, position by position.
-      for (int64_t e = 0; e < d; ++e) {
-        double sum_e = 0.0;
-        for (int64_t j = 0; j < len; ++j) sum_e += static_cast<double>(Fp16ToFp32(v[j * d + e]) * Fp16ToFp32(ph[j]));
-        o[e] = static_cast<float>(sum_e);
-      }
+      const int64_t local = w - (item_end[n] - per_row * a.t);
+      AttendHeads(s, a, local / per_row, local % per_row * together, together, scale, scratch);
     }
   };
   if (parts == 1) {

@@ -88,9 +88,10 @@ struct AttentionRows {
 };
 
 // Attention for every session of a batch in one parallel pass over all
-// their (query row, head) pairs: each output is Attention's for that
-// session, bit for bit; a batch of many one-token sessions splits across
-// threads once instead of once per session. shape.cache_stride is unused
+// their query rows (the heads that share a kv head together, reading its
+// keys and values once, when that leaves items enough for the threads):
+// each output is Attention's for that session, bit for bit; a batch of many
+// one-token sessions splits across threads once instead of once per session. shape.cache_stride is unused
 // (each session has its own).
 void AttentionBatch(const AttentionShape& shape, const AttentionRows* sessions, int count, int threads);
 

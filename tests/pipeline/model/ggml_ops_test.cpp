@@ -7,6 +7,7 @@
 #include <glob.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -297,7 +298,7 @@ TEST(GgmlOps, GeluMulVectorMatchesTheScalarRuleBitForBit) {
     for (size_t i = 0; i < x.size(); ++i) {
       const float g = gate[offset + i], u = up[offset + i];
       const float want = g <= -10.0f ? 0.0f : g >= 10.0f ? g * u : Fp16ToFp32(GeluTable()[Fp32ToFp16(g)]) * u;
-      const bool same = std::isnan(want) ? std::isnan(x[i]) : std::memcmp(&want, &x[i], sizeof want) == 0;
+      const bool same = std::isnan(want) ? std::isnan(x[i]) : Bits(want) == Bits(x[i]);
       if (!same && ++differ <= 5) ADD_FAILURE() << "gate " << g << " up " << u << ": " << x[i] << " vs " << want;
     }
     EXPECT_EQ(differ, 0) << "of " << x.size() << " at offset " << offset;
@@ -365,6 +366,121 @@ TEST(GgmlOps, AttentionScaleReplacesTheDefault) {
   s.scale = 1.0f;
   Attention(q8.data(), keys.data(), values.data(), s, len - 1, 1, b.data(), 1);
   EXPECT_EQ(a, b);
+}
+
+// llama.cpp's non-flash attention spelled out one value at a time, in the
+// summation order of the ggml build this one matches: scores by GgmlDotF16
+// (checked above), softmax by GgmlSoftMaxExp, probabilities rounded to
+// fp16, then ggml_vec_dot_f16 over the positions for each output: on
+// AVX-512 position j feeds lane j % 64 (a std::fma chain from +0), lanes
+// reduced as (l + 32, then 16 + 48) and _mm512_reduce_add_ps's tree; on AVX2
+// lane j % 32 and HaddReduce8's tree; portable ggml a double sum.
+std::vector<float> AttentionReference(const std::vector<float>& q, const std::vector<uint16_t>& keys,
+                                      const std::vector<uint16_t>& values, const AttentionShape& s, int64_t len) {
+  const int64_t d = s.head_dim, group = s.n_heads / s.n_kv_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  const int64_t len16 = (len + 15) / 16 * 16;
+  const int64_t first = s.window > 0 ? std::max<int64_t>(0, len - s.window) : 0;
+  std::vector<float> out(s.n_heads * d);
+  for (int64_t h = 0; h < s.n_heads; ++h) {
+    const uint16_t* k = keys.data() + h / group * s.cache_stride;
+    const uint16_t* v = values.data() + h / group * s.cache_stride;
+    std::vector<uint16_t> qh(d);
+    for (int64_t e = 0; e < d; ++e) qh[e] = Fp32ToFp16(q[h * d + e]);
+    std::vector<float> scores(len16, -INFINITY), probs(len16);
+    float max_score = -INFINITY;
+    for (int64_t j = first; j < len; ++j) {
+      scores[j] = GgmlDotF16(k + j * d, qh.data(), d) * scale;
+      max_score = std::max(max_score, scores[j]);
+    }
+    const float inv = static_cast<float>(1.0 / GgmlSoftMaxExp(scores.data(), max_score, probs.data(), len16));
+    std::vector<float> p(len);
+    for (int64_t j = 0; j < len; ++j) p[j] = Fp16ToFp32(Fp32ToFp16(probs[j] * inv));
+    for (int64_t e = 0; e < d; ++e) {
+      auto value = [&](int64_t j) { return Fp16ToFp32(v[j * d + e]); };
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+      float a[64] = {};
+      for (int64_t j = first; j < len; ++j) a[j % 64] = std::fma(value(j), p[j], a[j % 64]);
+      float y[16];
+      for (int l = 0; l < 16; ++l) y[l] = (a[l] + a[32 + l]) + (a[16 + l] + a[48 + l]);
+      for (int l = 0; l < 8; ++l) y[l] += y[l + 8];
+      for (int l = 0; l < 4; ++l) y[l] += y[l + 4];
+      out[h * d + e] = (y[0] + y[2]) + (y[1] + y[3]);
+#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+      float a[32] = {};
+      for (int64_t j = first; j < len; ++j) a[j % 32] = std::fma(value(j), p[j], a[j % 32]);
+      float y[8];
+      for (int l = 0; l < 8; ++l) y[l] = (a[l] + a[16 + l]) + (a[8 + l] + a[24 + l]);
+      for (int l = 0; l < 4; ++l) y[l] += y[l + 4];
+      out[h * d + e] = (y[0] + y[1]) + (y[2] + y[3]);
+#else
+      double sum = 0.0;
+      for (int64_t j = 0; j < len; ++j) sum += static_cast<double>(value(j) * p[j]);
+      out[h * d + e] = static_cast<float>(sum);
+#endif
+    }
+  }
+  return out;
+}
+
+// Attention equals that spelling bit for bit, whether heads sharing a kv
+// head go together (groups of 1 to 4) or alone (few rows across threads), at
+// head sizes 64, 128 and 80 (not a multiple of 64: the one-head path),
+// lengths short of, at and past ggml's 64 lanes, with and without a sliding
+// window. Values span 2^-6..2^6 so the summation order shows: a plain
+// left-to-right float sum of the same products differs somewhere.
+TEST(GgmlOps, AttentionIsGgmlsAttentionInItsSummationOrder) {
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> mant(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> expo(-6, 6);
+  auto wide = [&] { return std::ldexp(mant(rng), expo(rng)); };
+  int order_sensitive = 0, checked = 0;
+  struct Heads {
+    int64_t n, kv;
+  };
+  for (const Heads heads : {Heads{9, 3}, Heads{8, 2}, Heads{4, 2}, Heads{2, 2}}) {
+    for (int64_t d : {64, 128, 80}) {
+      for (int64_t len : {1, 5, 64, 65, 130, 203}) {
+        for (int64_t window : {0, 40}) {
+          const int64_t max_len = len + 7;
+          AttentionShape s{heads.n, heads.kv, d, max_len * d};
+          s.window = window;
+          std::vector<uint16_t> keys(heads.kv * max_len * d), values(keys.size());
+          for (auto& x : keys) x = Fp32ToFp16(wide() / 4);
+          for (auto& x : values) x = Fp32ToFp16(wide());
+          std::vector<float> q(heads.n * d);
+          for (auto& x : q) x = wide() / 4;
+          const std::vector<float> want = AttentionReference(q, keys, values, s, len);
+          for (int threads : {1, 2}) {
+            std::vector<float> out(q.size(), std::numeric_limits<float>::quiet_NaN());
+            Attention(q.data(), keys.data(), values.data(), s, len - 1, 1, out.data(), threads);
+            int differ = 0;
+            for (size_t i = 0; i < out.size(); ++i) differ += Bits(out[i]) != Bits(want[i]);
+            EXPECT_EQ(differ, 0) << heads.n << "/" << heads.kv << " heads, d " << d << ", length " << len << ", window "
+                                 << window << ", " << threads << " threads";
+            ++checked;
+          }
+          // The data tells orders apart: one head's plain float sums.
+          const int64_t first = window > 0 ? std::max<int64_t>(0, len - window) : 0;
+          if (len - first > 1) {
+            std::vector<float> p(len, 1.0f / static_cast<float>(len - first));
+            for (int64_t e = 0; e < d; ++e) {
+              float plain = 0.0f;
+              for (int64_t j = first; j < len; ++j) plain += Fp16ToFp32(values[j * d + e]) * p[j];
+              float a[64] = {};
+              for (int64_t j = first; j < len; ++j)
+                a[j % 64] = std::fma(Fp16ToFp32(values[j * d + e]), p[j], a[j % 64]);
+              float lanes = 0.0f;
+              for (float x : a) lanes += x;
+              order_sensitive += plain != lanes;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, 4 * 3 * 6 * 2 * 2);
+  EXPECT_GT(order_sensitive, 0) << "the data does not tell summation orders apart";
 }
 
 // A batch's attention in one pass gives each session what its own call gives,
