@@ -217,6 +217,30 @@ void BuildActPairs(const uint8_t* xq, int64_t xq_stride, int64_t n, int64_t cols
   }
 }
 
+int64_t ActLanesBytes(int64_t cols) { return cols / 32 * static_cast<int64_t>(sizeof(ActLaneBlock)); }
+
+void BuildActLanes(const uint8_t* xq, int64_t xq_stride, int64_t n, int64_t cols, uint8_t* dst) {
+  const int64_t blocks = cols / 32;
+  auto* lanes = reinterpret_cast<ActLaneBlock*>(dst);
+  for (int64_t b = 0; b < blocks; ++b) {
+    ActLaneBlock& out = lanes[b];
+    for (int64_t t = 0; t < kLaneRows; ++t) {
+      if (t >= n) {
+        for (auto& lane : out.x) std::memset(lane + 4 * t, 128, 4);
+        out.d[t] = 0.0f;
+        out.s[t] = 0.0f;
+        continue;
+      }
+      const auto& group = reinterpret_cast<const ActGroupQ8x2*>(xq + t * xq_stride)[b / 2];
+      const int8_t* q = group.q + 32 * (b % 2);
+      for (int p = 0; p < 8; ++p)
+        for (int k = 0; k < 4; ++k) out.x[p][4 * t + k] = static_cast<uint8_t>(q[4 * p + k] + 128);
+      out.d[t] = group.d[b % 2];
+      out.s[t] = group.s[b % 2];
+    }
+  }
+}
+
 namespace {
 
 template <class Ops>

@@ -107,6 +107,26 @@ int64_t ActPairsBytes(int64_t n, int64_t cols);
 // The octet scales' offset in floats from the start of the pair buffer.
 int64_t ActPairsOctetOffset(int64_t n, int64_t cols);
 void BuildActPairs(const uint8_t* xq, int64_t xq_stride, int64_t n, int64_t cols, uint8_t* dst);
+// Row lanes, for layout kQ8x2 and at most kLaneRows rows (the lane kernels
+// of kernels_avx512_lanes.cpp): block b of every row with ggml lane p of the
+// block (values 4p..4p + 3) of all the rows side by side, so one 512-bit
+// register holds lane p of 16 rows and one VNNI dot against a broadcast
+// weight dword serves 16 outputs. ActLaneBlock number b:
+//   x  x[p][4t + k] = value 4p + k of row t, plus 128 (unsigned; rows past
+//      n hold 128, value 0)
+//   d  d of row t (0 past n)
+//   s  s of row t, for Q4_1's min terms (0 past n)
+// BuildActLanes fills ActLanesBytes(cols) bytes (64-byte aligned dst) from n
+// rows quantized as kQ8x2, xq_stride bytes apart.
+constexpr int64_t kLaneRows = 16;
+struct alignas(64) ActLaneBlock {
+  uint8_t x[8][4 * kLaneRows];
+  float d[kLaneRows];
+  float s[kLaneRows];
+};
+static_assert(sizeof(ActLaneBlock) == 640, "");
+int64_t ActLanesBytes(int64_t cols);
+void BuildActLanes(const uint8_t* xq, int64_t xq_stride, int64_t n, int64_t cols, uint8_t* dst);
 // The portable version; produces the same bytes as QuantizeActRow.
 void QuantizeActRowScalar(ActLayout layout, const float* x, int64_t cols, uint8_t* dst);
 

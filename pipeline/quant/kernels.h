@@ -53,6 +53,10 @@ struct MatmulArgs {
   // Layout kQ8x2 with a pair kernel (GetAvx512PairKernel) only, else
   // nullptr: the n rows as row pairs (BuildActPairs, activations.h).
   const uint8_t* xp = nullptr;
+  // Layout kQ8x2 with a lane kernel (GetAvx512LaneKernel) and n in
+  // [kMinLaneRows, kLaneRows] only, else nullptr: the n rows as row lanes
+  // (BuildActLanes, activations.h).
+  const uint8_t* xl = nullptr;
   float* y = nullptr;  // [n, ldy] outputs
   int64_t ldy = 0;
   // llama.cpp would repack this matrix (GgmlRepacks): kernels of that type
@@ -93,5 +97,10 @@ RowsKernel GetAvx512KQuantKernel(GgmlType type);  // Q4_K, Q6_K (kernels_avx512_
 // (MatmulArgs::xp; kernels_avx512_pairs.cpp); nullptr for other types.
 RowsKernel GetAvx512PairKernel(GgmlType type);
 constexpr int64_t kMinPairRows = 2;
+// Q4_1 and Q8_0 for kMinLaneRows..kLaneRows (activations.h) activation rows
+// given as row lanes (MatmulArgs::xl; kernels_avx512_lanes.cpp); nullptr for
+// other types. Below kMinLaneRows the pair kernels are faster.
+RowsKernel GetAvx512LaneKernel(GgmlType type);
+constexpr int64_t kMinLaneRows = 11;
 
 }  // namespace troupe

@@ -152,13 +152,22 @@ void MultiplySharedWithIsa(Isa isa, const MatmulOutput* outputs, int count, cons
     scratch_bytes += n * stride[l];
   }
   constexpr int kQ8x2 = static_cast<int>(ActLayout::kQ8x2);
-  // Row pairs for the pair kernels, when one of the matrices has one.
-  bool pairs = false;
+  // Row lanes for the lane kernels and row pairs for the pair kernels, when
+  // one of the matrices takes them.
+  const bool lane_rows = isa == Isa::kAvx512 && n >= kMinLaneRows && n <= kLaneRows && stride[kQ8x2] > 0;
+  auto lane_kernel = [&](GgmlType type) { return lane_rows ? GetAvx512LaneKernel(type) : nullptr; };
+  bool lanes = false, pairs = false;
   if (isa == Isa::kAvx512 && n >= kMinPairRows && stride[kQ8x2] > 0) {
-    for (int i = 0; i < count; ++i) pairs = pairs || GetAvx512PairKernel(outputs[i].w->type()) != nullptr;
+    for (int i = 0; i < count; ++i) {
+      const GgmlType type = outputs[i].w->type();
+      lanes = lanes || lane_kernel(type) != nullptr;
+      pairs = pairs || (lane_kernel(type) == nullptr && GetAvx512PairKernel(type) != nullptr);
+    }
   }
   const int64_t pairs_offset = (scratch_bytes + 63) / 64 * 64;
   if (pairs) scratch_bytes = pairs_offset + ActPairsBytes(n, cols);
+  const int64_t lanes_offset = (scratch_bytes + 63) / 64 * 64;
+  if (lanes) scratch_bytes = lanes_offset + ActLanesBytes(cols);
   uint8_t* xq = scratch_bytes > 0 ? ThreadScratch(static_cast<size_t>(scratch_bytes)) : nullptr;
 
   static std::atomic<uint64_t> next_x_id{1};
@@ -171,7 +180,10 @@ void MultiplySharedWithIsa(Isa isa, const MatmulOutput* outputs, int count, cons
     job.kernel = GetRowsKernel(w.type(), isa);
     if (job.kernel == nullptr) job.kernel = GetScalarKernel(w.type());
     const int l = static_cast<int>(ActLayoutFor(w.type()));
-    if (pairs && GetAvx512PairKernel(w.type()) != nullptr) {
+    if (lanes && lane_kernel(w.type()) != nullptr) {
+      job.kernel = lane_kernel(w.type());
+      job.args.xl = xq + lanes_offset;
+    } else if (pairs && GetAvx512PairKernel(w.type()) != nullptr) {
       job.kernel = GetAvx512PairKernel(w.type());
       job.args.xp = xq + pairs_offset;
     }
@@ -207,6 +219,7 @@ void MultiplySharedWithIsa(Isa isa, const MatmulOutput* outputs, int count, cons
   };
   auto build_pairs = [&] {
     if (pairs) BuildActPairs(xq + offset[kQ8x2], stride[kQ8x2], n, cols, xq + pairs_offset);
+    if (lanes) BuildActLanes(xq + offset[kQ8x2], stride[kQ8x2], n, cols, xq + lanes_offset);
   };
   if (!quantize_in_region) {
     for (int64_t k = 0; k < quant_rows; ++k) quantize(k);

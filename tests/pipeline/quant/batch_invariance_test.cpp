@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -26,13 +27,15 @@ namespace {
 using testing_util::RandomActivations;
 using testing_util::RandomMatrix;
 
-// 17 and 35: row pairs with an odd one out, in one chunk of pairs and over
-// two (kernels_avx512_pairs.cpp); 17 takes one weight row at a time where its
-// pairs fit L1 (576 columns) and four at a time where they do not (1536).
-constexpr int64_t kBatches[] = {1, 2, 3, 4, 5, 17, 35};
+// 13 and 16: row lanes, part and all of a register's 16
+// (kernels_avx512_lanes.cpp); 17 and 35: row pairs with an odd one out, in
+// one chunk of pairs and over two (kernels_avx512_pairs.cpp); 17 takes one
+// weight row at a time where its pairs fit L1 (576 columns) and four at a
+// time where they do not (1536).
+constexpr int64_t kBatches[] = {1, 2, 3, 4, 5, 13, 16, 17, 35};
 constexpr int64_t kMaxOffset = 2;  // batches also start at rows 1 and 2 of x
 constexpr int kThreads[] = {1, 2, 3};
-constexpr int64_t kRows = kBatches[6] + kMaxOffset;  // activation rows in x
+constexpr int64_t kRows = kBatches[std::size(kBatches) - 1] + kMaxOffset;  // activation rows in x
 
 std::vector<Isa> Isas() {
   std::vector<Isa> isas;
@@ -134,11 +137,13 @@ TEST(BatchInvariance, SharedInputCallsGiveBitIdenticalRows) {
     const std::vector<float> x = Activations(set.cols, 9);
     for (Isa isa : Isas()) {
       std::vector<std::vector<std::vector<float>>> alone;
+      alone.reserve(mats.size());
       for (const QuantMatrix& m : mats) alone.push_back(RowsAlone(m, isa, x));
       for (int64_t n : kBatches) {
         for (int threads : kThreads) {
           std::vector<std::vector<float>> ys;
           std::vector<MatmulOutput> outs;
+          ys.reserve(mats.size());
           for (const QuantMatrix& m : mats) ys.emplace_back(n * m.rows(), -1.0f);
           for (size_t i = 0; i < mats.size(); ++i) outs.push_back({&mats[i], ys[i].data()});
           const int64_t offset = n % 3;
