@@ -462,6 +462,34 @@ float ScaleAndMask(float* scores, const AttendSpan& p, float scale) {
   return max_score;
 }
 
+#if defined(TROUPE_GGML_AVX512)
+// pw[j] = fp32(fp16(probs[j] * inv)) for j < len16 (a multiple of 16): the
+// probabilities as ggml's value sums read them.
+void RoundProbs16(const float* probs, float inv, int64_t len16, float* pw) {
+  constexpr int kRne = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;  // = Fp32ToFp16's rounding
+  for (int64_t j = 0; j < len16; j += 16) {
+    const __m512 pr = _mm512_mul_ps(_mm512_loadu_ps(probs + j), _mm512_set1_ps(inv));
+    _mm512_storeu_ps(pw + j, _mm512_cvtph_ps(_mm512_cvtps_ph(pr, kRne)));
+  }
+}
+
+// 16 outputs of a value sum from ggml's 64 accumulator lanes (lane l's 16
+// values at acc + l * stride): (l + (l + 32)) + ((l + 16) + (l + 48)), then
+// _mm512_reduce_add_ps over the lanes, transposed: l and l + 8, then l and
+// l + 4, then (0 + 2) + (1 + 3).
+[[gnu::always_inline]] inline __m512 ReduceLanes64(const float* acc, int64_t stride) {
+  __m512 y[16];
+  for (int l = 0; l < 16; ++l) {
+    const __m512 x0 = _mm512_add_ps(_mm512_loadu_ps(acc + l * stride), _mm512_loadu_ps(acc + (32 + l) * stride));
+    const __m512 x1 = _mm512_add_ps(_mm512_loadu_ps(acc + (16 + l) * stride), _mm512_loadu_ps(acc + (48 + l) * stride));
+    y[l] = _mm512_add_ps(x0, x1);
+  }
+  for (int l = 0; l < 8; ++l) y[l] = _mm512_add_ps(y[l + 8], y[l]);
+  for (int l = 0; l < 4; ++l) y[l] = _mm512_add_ps(y[l + 4], y[l]);
+  return _mm512_add_ps(_mm512_add_ps(y[0], y[2]), _mm512_add_ps(y[1], y[3]));
+}
+#endif
+
 // Head h of query row i, on its own: the path for every instruction set and
 // head dimension.
 void AttendHead(const AttentionShape& s, const AttentionRows& a, int64_t i, int64_t h, float scale, AttendScratch& x) {
@@ -493,16 +521,12 @@ void AttendHead(const AttentionShape& s, const AttentionRows& a, int64_t i, int6
   const float inv = static_cast<float>(1.0 / sum);
   float* o = a.out + i * row + h * d;
 #if defined(TROUPE_GGML_AVX512) || defined(TROUPE_GGML_AVX2)
-  constexpr int kRne = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;  // = Fp32ToFp16's rounding
-  float* pw = x.pw.data();                                             // probabilities through fp16 and back
+  float* pw = x.pw.data();  // probabilities through fp16 and back
   float* acc = x.acc.data();
 #endif
 #if defined(TROUPE_GGML_AVX512)
   if (d % 16 == 0) {
-    for (int64_t j = 0; j < p.len16; j += 16) {  // past len: exp(-inf) = 0
-      const __m512 pr = _mm512_mul_ps(_mm512_loadu_ps(&probs[j]), _mm512_set1_ps(inv));
-      _mm512_storeu_ps(&pw[j], _mm512_cvtph_ps(_mm512_cvtps_ph(pr, kRne)));
-    }
+    RoundProbs16(probs, inv, p.len16, pw);  // past len: exp(-inf) = 0
     // ggml_vec_dot_f16(n_kv, v^T[e], p) for all e at once: position j
     // feeds accumulator lane j % 64 (ggml's 4 x 16 lanes), block by block.
     std::fill(acc, acc + 64 * d, 0.0f);
@@ -512,26 +536,14 @@ void AttendHead(const AttentionShape& s, const AttentionRows& a, int64_t i, int6
       for (int64_t e = 0; e < d; e += 16)
         _mm512_storeu_ps(aj + e, _mm512_fmadd_ps(LoadHalf16(v + j * d + e), pj, _mm512_loadu_ps(aj + e)));
     }
-    for (int64_t e = 0; e < d; e += 16) {
-      __m512 y[16];  // (acc_c0 + acc_c2) + (acc_c1 + acc_c3) for each lane
-      for (int l = 0; l < 16; ++l) {
-        const __m512 x0 = _mm512_add_ps(_mm512_loadu_ps(&acc[l * d + e]), _mm512_loadu_ps(&acc[(32 + l) * d + e]));
-        const __m512 x1 =
-            _mm512_add_ps(_mm512_loadu_ps(&acc[(16 + l) * d + e]), _mm512_loadu_ps(&acc[(48 + l) * d + e]));
-        y[l] = _mm512_add_ps(x0, x1);
-      }
-      // _mm512_reduce_add_ps over the lanes, transposed: lanes l and
-      // l + 8, then l and l + 4, then (0 + 2) + (1 + 3).
-      for (int l = 0; l < 8; ++l) y[l] = _mm512_add_ps(y[l + 8], y[l]);
-      for (int l = 0; l < 4; ++l) y[l] = _mm512_add_ps(y[l + 4], y[l]);
-      _mm512_storeu_ps(o + e, _mm512_add_ps(_mm512_add_ps(y[0], y[2]), _mm512_add_ps(y[1], y[3])));
-    }
+    for (int64_t e = 0; e < d; e += 16) _mm512_storeu_ps(o + e, ReduceLanes64(acc + e, d));
     return;
   }
 #endif
 #if defined(TROUPE_GGML_AVX2)
   if (d % 16 == 0) {
-    for (int64_t j = 0; j < p.len16; j += 8) {  // past len: exp(-inf) = 0
+    constexpr int kRne = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;  // = Fp32ToFp16's rounding
+    for (int64_t j = 0; j < p.len16; j += 8) {                           // past len: exp(-inf) = 0
       const __m256 pr = _mm256_mul_ps(_mm256_loadu_ps(&probs[j]), _mm256_set1_ps(inv));
       _mm256_storeu_ps(&pw[j], _mm256_cvtph_ps(_mm256_cvtps_ph(pr, kRne)));
     }
@@ -580,7 +592,6 @@ void AttendHead(const AttentionShape& s, const AttentionRows& a, int64_t i, int6
 template <int G>
 void AttendHeadsAvx512(const AttentionShape& s, const AttentionRows& a, int64_t i, int64_t h0, float scale,
                        AttendScratch& x) {
-  constexpr int kRne = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
   const int64_t d = s.head_dim;
   const int64_t row = s.n_heads * d;
   const int64_t kvh = h0 / (s.n_heads / s.n_kv_heads);
@@ -589,12 +600,11 @@ void AttendHeadsAvx512(const AttentionShape& s, const AttentionRows& a, int64_t 
   const AttendSpan p(s, a, i);
   const uint16_t* k = a.keys + kvh * a.cache_stride;
   const uint16_t* v = a.values + kvh * a.cache_stride;
-  float* qf = x.qf.data();  // each head's query rounded to fp16, widened back
+  float* qf = x.qf.data();  // each head's query rounded to fp16 (qh), widened back
   for (int g = 0; g < G; ++g) {
-    const float* q = a.q + i * row + (h0 + g) * d;
-    for (int64_t e = 0; e < d; e += 16)
-      _mm512_storeu_ps(qf + g * d + e, _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_loadu_ps(q + e), kRne)));
-    ToHalf(q, x.qh.data() + g * d, d);
+    uint16_t* qh = x.qh.data() + g * d;
+    ToHalf(a.q + i * row + (h0 + g) * d, qh, d);
+    for (int64_t e = 0; e < d; e += 16) _mm512_storeu_ps(qf + g * d + e, LoadHalf16(qh + e));
   }
   // Scores, 16 keys at a time: ggml_vec_dot_f16's FMA chains over the
   // widened values (fma(k, q) with exact fp32 operands is the fp16 one) and
@@ -629,12 +639,7 @@ void AttendHeadsAvx512(const AttentionShape& s, const AttentionRows& a, int64_t 
     float* sc = x.scores.data() + g * padded;
     const float max_score = ScaleAndMask(sc, p, scale);
     const double sum = GgmlSoftMaxExp(sc, max_score, x.probs.data(), p.len16);
-    const __m512 inv = _mm512_set1_ps(static_cast<float>(1.0 / sum));
-    float* pw = x.pw.data() + g * padded;
-    for (int64_t c = 0; c < p.len16; c += 16) {
-      const __m512 pr = _mm512_mul_ps(_mm512_loadu_ps(&x.probs[c]), inv);
-      _mm512_storeu_ps(pw + c, _mm512_cvtph_ps(_mm512_cvtps_ph(pr, kRne)));
-    }
+    RoundProbs16(x.probs.data(), static_cast<float>(1.0 / sum), p.len16, x.pw.data() + g * padded);
   }
   // Value sums, 64 outputs at a time: ggml_vec_dot_f16(n_kv, v^T[e], p),
   // position j feeding lane j % 64 (fma(v, p, lane) from +0, positions in
@@ -657,21 +662,9 @@ void AttendHeadsAvx512(const AttentionShape& s, const AttentionRows& a, int64_t 
       for (int g = 0; g < G; ++g)
         for (int c = 0; c < 4; ++c) _mm512_storeu_ps(acc + (g * 64 + l) * 64 + 16 * c, sum[g][c]);
     }
-    for (int g = 0; g < G; ++g) {
-      for (int c = 0; c < 4; ++c) {
-        const float* ag = acc + g * 64 * 64 + 16 * c;
-        __m512 y[16];
-        for (int l = 0; l < 16; ++l) {
-          const __m512 x0 = _mm512_add_ps(_mm512_loadu_ps(ag + l * 64), _mm512_loadu_ps(ag + (32 + l) * 64));
-          const __m512 x1 = _mm512_add_ps(_mm512_loadu_ps(ag + (16 + l) * 64), _mm512_loadu_ps(ag + (48 + l) * 64));
-          y[l] = _mm512_add_ps(x0, x1);
-        }
-        for (int l = 0; l < 8; ++l) y[l] = _mm512_add_ps(y[l + 8], y[l]);
-        for (int l = 0; l < 4; ++l) y[l] = _mm512_add_ps(y[l + 4], y[l]);
-        _mm512_storeu_ps(a.out + i * row + (h0 + g) * d + e0 + 16 * c,
-                         _mm512_add_ps(_mm512_add_ps(y[0], y[2]), _mm512_add_ps(y[1], y[3])));
-      }
-    }
+    for (int g = 0; g < G; ++g)
+      for (int c = 0; c < 4; ++c)
+        _mm512_storeu_ps(a.out + i * row + (h0 + g) * d + e0 + 16 * c, ReduceLanes64(acc + g * 64 * 64 + 16 * c, 64));
   }
 }
 #endif
