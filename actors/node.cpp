@@ -99,7 +99,7 @@ namespace {
 // every one (actors/refusals.h), and tells a head's scheduler when the key
 // is a node's it knows: that node can send the head nothing.
 transport::ZapRefusalFn RefusalLogger(std::shared_ptr<NodeContext> ctx) {
-  return [ctx](const transport::ZapRefusal& r) {
+  return [ctx = std::move(ctx)](const transport::ZapRefusal& r) {
     const std::string node = ctx->links ? ctx->links->NodeOfKey(r.public_key) : "";
     if (ctx->refusals.Handshake(r, node)) {
       logging::Warn(Refusals::Describe(r, node));
@@ -159,13 +159,13 @@ Status LoadModel(const cluster::NodeConfig& c, NodeContext* ctx, std::shared_ptr
     *decoder = std::move(d);
   }
   // A head checks every layer a shard announces; a shard digests its own.
-  // Pages of layers this node does not serve are handed back once hashed.
+  // Every page hashed is handed back: a layer this node does not serve is
+  // not read again, and the decoder loaded above runs its layers from its
+  // own copy (weight_arena.h), or faults them back in from the page cache.
   const int64_t digest_begin = c.head ? 0 : c.layer_begin;
   const int64_t digest_end = c.head ? source->config().n_layers : c.layer_end;
-  const int64_t serve_begin = c.shard ? c.layer_begin : 0;
-  const int64_t serve_end = c.shard ? c.layer_end : 0;
   TROUPE_ASSIGN_OR_RETURN(LayerDigests digests,
-                          LayerDigests::Compute(*source, digest_begin, digest_end, serve_begin, serve_end));
+                          LayerDigests::Compute(*source, digest_begin, digest_end, /*serve_begin=*/0, /*serve_end=*/0));
   ctx->digests = std::make_shared<const LayerDigests>(std::move(digests));
   ctx->source = std::move(source);
   at::set_num_threads(ResolveThreads(options));

@@ -53,6 +53,7 @@ class KernelDecoder : public Decoder {
   Status Forward(HiddenState& hidden, const std::vector<SessionRows>& batch) override;
 
   int threads = 1;
+  WeightArena weights;  // the blocks' matrices, in 2 MB pages where granted
   std::vector<Block> blocks;
   std::unique_ptr<Rope> rope;
   std::unique_ptr<Rope> rope_sliding;  // sliding-window layers' own RoPE base, when the family has them
@@ -75,15 +76,15 @@ Result<std::unique_ptr<Decoder>> LoadKernelDecoder(const ModelSource& source, in
     const std::string p = "blk." + std::to_string(l) + ".";
     Block b;
     TROUPE_ASSIGN_OR_RETURN(b.attn_norm, LoadVector(source, p + "attn_norm.weight", H));
-    TROUPE_ASSIGN_OR_RETURN(b.attn_q, LoadMatrix(source, p + "attn_q.weight", Dq, H));
-    TROUPE_ASSIGN_OR_RETURN(b.attn_k, LoadMatrix(source, p + "attn_k.weight", Dkv, H));
-    TROUPE_ASSIGN_OR_RETURN(b.attn_v, LoadMatrix(source, p + "attn_v.weight", Dkv, H));
+    TROUPE_ASSIGN_OR_RETURN(b.attn_q, LoadMatrix(source, p + "attn_q.weight", Dq, H, &impl->weights));
+    TROUPE_ASSIGN_OR_RETURN(b.attn_k, LoadMatrix(source, p + "attn_k.weight", Dkv, H, &impl->weights));
+    TROUPE_ASSIGN_OR_RETURN(b.attn_v, LoadMatrix(source, p + "attn_v.weight", Dkv, H, &impl->weights));
     if (c.qkv_bias) {
       TROUPE_ASSIGN_OR_RETURN(b.bq, LoadVector(source, p + "attn_q.bias", Dq));
       TROUPE_ASSIGN_OR_RETURN(b.bk, LoadVector(source, p + "attn_k.bias", Dkv));
       TROUPE_ASSIGN_OR_RETURN(b.bv, LoadVector(source, p + "attn_v.bias", Dkv));
     }
-    TROUPE_ASSIGN_OR_RETURN(b.attn_output, LoadMatrix(source, p + "attn_output.weight", H, Dq));
+    TROUPE_ASSIGN_OR_RETURN(b.attn_output, LoadMatrix(source, p + "attn_output.weight", H, Dq, &impl->weights));
     TROUPE_ASSIGN_OR_RETURN(b.ffn_norm, LoadVector(source, p + "ffn_norm.weight", H));
     if (c.qk_norm) {
       TROUPE_ASSIGN_OR_RETURN(b.attn_q_norm, LoadVector(source, p + "attn_q_norm.weight", c.head_dim));
@@ -93,9 +94,9 @@ Result<std::unique_ptr<Decoder>> LoadKernelDecoder(const ModelSource& source, in
       TROUPE_ASSIGN_OR_RETURN(b.post_attention_norm, LoadVector(source, p + "post_attention_norm.weight", H));
       TROUPE_ASSIGN_OR_RETURN(b.post_ffw_norm, LoadVector(source, p + "post_ffw_norm.weight", H));
     }
-    TROUPE_ASSIGN_OR_RETURN(b.ffn_gate, LoadMatrix(source, p + "ffn_gate.weight", I, H));
-    TROUPE_ASSIGN_OR_RETURN(b.ffn_up, LoadMatrix(source, p + "ffn_up.weight", I, H));
-    TROUPE_ASSIGN_OR_RETURN(b.ffn_down, LoadMatrix(source, p + "ffn_down.weight", H, I));
+    TROUPE_ASSIGN_OR_RETURN(b.ffn_gate, LoadMatrix(source, p + "ffn_gate.weight", I, H, &impl->weights));
+    TROUPE_ASSIGN_OR_RETURN(b.ffn_up, LoadMatrix(source, p + "ffn_up.weight", I, H, &impl->weights));
+    TROUPE_ASSIGN_OR_RETURN(b.ffn_down, LoadMatrix(source, p + "ffn_down.weight", H, I, &impl->weights));
     impl->blocks.push_back(std::move(b));
     if (options.progress) options.progress(static_cast<double>(l - begin + 1) / (end - begin));
   }

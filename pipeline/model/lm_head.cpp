@@ -35,6 +35,7 @@ class KernelLmHead : public LmHead {
   ModelConfig config_;
   int threads_ = 1;
   std::vector<float> norm_;                // [hidden]
+  WeightArena weights_;                    // output_'s bytes, in 2 MB pages where granted
   QuantMatrix output_;                     // [vocab, hidden]
   std::unique_ptr<OutputBuffers> logits_;  // [rows, vocab], reused (output_buffers.h)
 };
@@ -48,7 +49,7 @@ Result<std::unique_ptr<LmHead>> LoadKernelLmHead(const ModelSource& source, cons
   h->threads_ = ResolveThreads(options);
   TROUPE_ASSIGN_OR_RETURN(h->norm_, LoadVector(source, "output_norm.weight", c.hidden));
   const char* name = c.tied_embeddings ? "token_embd.weight" : "output.weight";
-  TROUPE_ASSIGN_OR_RETURN(h->output_, LoadMatrix(source, name, c.vocab, c.hidden));
+  TROUPE_ASSIGN_OR_RETURN(h->output_, LoadMatrix(source, name, c.vocab, c.hidden, &h->weights_));
   h->logits_ = std::make_unique<OutputBuffers>(h->output_.rows());
   return std::unique_ptr<LmHead>(std::move(h));
 }

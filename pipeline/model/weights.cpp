@@ -2,9 +2,10 @@
 
 namespace troupe {
 
-Result<QuantMatrix> LoadMatrix(const ModelSource& source, const std::string& name, int64_t rows, int64_t cols) {
+Result<QuantMatrix> LoadMatrix(const ModelSource& source, const std::string& name, int64_t rows, int64_t cols,
+                               WeightArena* arena) {
   TROUPE_ASSIGN_OR_RETURN(const TensorView* view, source.Require(name, {rows, cols}));
-  auto m = QuantMatrix::FromView(*view);
+  auto m = QuantMatrix::FromView(arena != nullptr ? arena->Place(*view) : *view);
   if (!m.ok()) return Status(m.status().code(), source.path() + ": tensor '" + name + "': " + m.status().message());
   return m;
 }

@@ -1,0 +1,60 @@
+#include "pipeline/model/weight_arena.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <utility>
+
+#include "pipeline/format/mapped_file.h"
+
+namespace troupe {
+
+bool TransparentHugePagesAvailable() {
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string line;
+  if (!std::getline(f, line)) return true;
+  return line.find("[never]") == std::string::npos;
+}
+
+WeightArena::WeightArena() : enabled_(TransparentHugePagesAvailable()) {}
+
+TensorView WeightArena::Place(const TensorView& view) {
+  if (!enabled_ || view.data == nullptr || view.n_bytes == 0) return view;
+  const size_t need = (view.n_bytes + kAlign - 1) / kAlign * kAlign;
+  if (chunks_.empty() || chunks_.back().size() - used_ < need) {
+    Result<HugePageBuffer> chunk = HugePageBuffer::Allocate(std::max(need, kChunkBytes));
+    if (!chunk.ok()) return view;
+    chunks_.push_back(std::move(chunk).value());
+    used_ = 0;
+  }
+  uint8_t* copy = chunks_.back().data() + used_;
+  // Slice by slice, each slice's file pages handed back once copied, so a
+  // large matrix is never resident twice (a 200 MB LM head would be).
+  // Slices end on 4 KB boundaries of the file, so that no page straddles two.
+  for (size_t at = 0; at < view.n_bytes;) {
+    const uintptr_t end = reinterpret_cast<uintptr_t>(view.data + at) + kSliceBytes;
+    const size_t n = std::min(kSliceBytes - end % 4096, view.n_bytes - at);
+    std::memcpy(copy + at, view.data + at, n);
+    ReleasePages(view.data + at, n);
+    at += n;
+  }
+  used_ += need;
+  placed_ += view.n_bytes;
+  TensorView placed = view;
+  placed.data = copy;
+  return placed;
+}
+
+int64_t WeightArena::HugePageBytes() const {
+  int64_t total = 0;
+  for (const HugePageBuffer& chunk : chunks_) {
+    const int64_t n = chunk.HugePageBytes();
+    if (n < 0) return -1;
+    total += n;
+  }
+  return total;
+}
+
+}  // namespace troupe
