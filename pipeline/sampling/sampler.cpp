@@ -40,6 +40,7 @@ bool Sampler::IsEos(int32_t token) const { return std::binary_search(eos_ids_.be
 int32_t Sampler::Sample(const float* logits, int64_t vocab, int64_t step, const std::vector<int32_t>& history) {
   if (logits == nullptr || vocab < 1 || vocab > std::numeric_limits<int32_t>::max()) return -1;
 
+  if (PlainGreedy()) return GreedyId(logits, vocab, step < params_.min_tokens);
   LoadCandidates(logits, vocab, step, history);
   if (step < params_.min_tokens) MaskEos();
   if (params_.greedy()) return ArgmaxId(cands_);
@@ -58,6 +59,54 @@ int32_t Sampler::Sample(const float* logits, int64_t vocab, int64_t step, const 
   ApplyTemperature(params_.temperature, &cands_);
   Softmax(&cands_);
   return DrawId(cands_, UniformAt(params_.seed, static_cast<uint64_t>(step)));
+}
+
+bool Sampler::PlainGreedy() const {
+  const SamplingParams& p = params_;
+  return p.greedy() && p.logit_bias.empty() && (p.repeat_penalty == 1.0f || p.repeat_last_n == 0) &&
+         p.presence_penalty == 0.0f && p.frequency_penalty == 0.0f && p.no_repeat_ngram_size <= 0;
+}
+
+int32_t Sampler::GreedyId(const float* logits, int64_t vocab, bool mask_eos) const {
+  const auto n = static_cast<int32_t>(vocab);
+  if (mask_eos) {
+    // MaskEos, then argmax: the first best of the tokens that are not eos,
+    // if one of them is possible at all.
+    int32_t best = -1;
+    float best_logit = kNegInf;
+    for (int32_t i = 0; i < n; ++i) {
+      const float l = Sanitize(logits[i]);
+      if (l > best_logit && !IsEos(i)) {
+        best = i;
+        best_logit = l;
+      }
+    }
+    if (best >= 0) return best;
+  }
+  // The largest sanitized logit, then the first id that has it. A NaN never
+  // wins a comparison, so it never becomes the maximum (if every logit is NaN
+  // or -inf, the maximum is -inf, which Sanitize makes of both). Sixteen
+  // independent maxima, so the loop is not one chain of dependent compares.
+  constexpr int kLanes = 16;
+  float lane[kLanes];
+  for (float& m : lane) m = kNegInf;
+  int32_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) {
+      const float l = std::min(logits[i + j], kMaxFloat);
+      lane[j] = l > lane[j] ? l : lane[j];
+    }
+  }
+  for (; i < n; ++i) {
+    const float l = std::min(logits[i], kMaxFloat);
+    lane[0] = l > lane[0] ? l : lane[0];
+  }
+  float best_logit = kNegInf;
+  for (float m : lane) best_logit = m > best_logit ? m : best_logit;
+  for (i = 0; i < n; ++i) {
+    if (Sanitize(logits[i]) == best_logit) return i;
+  }
+  return 0;  // not reached: best_logit is one of the sanitized logits
 }
 
 void Sampler::LoadCandidates(const float* logits, int64_t vocab, int64_t step, const std::vector<int32_t>& history) {

@@ -69,6 +69,13 @@ class Sampler {
   const SamplingParams& params() const { return params_; }
 
  private:
+  // Greedy with no bias or penalty: the chain's token is then the argmax of
+  // the sanitized logits (eos masked as MaskEos does), which GreedyId finds
+  // by scanning the logits, without building the candidate list (49152
+  // candidates a token for the default model; 11 % of a head's CPU time with
+  // 16 greedy sessions before it).
+  bool PlainGreedy() const;
+  int32_t GreedyId(const float* logits, int64_t vocab, bool mask_eos) const;
   // Copies logits into cands_ (indexed by id), sanitized, biased and
   // penalized; the last `step` entries of history are the answer so far.
   void LoadCandidates(const float* logits, int64_t vocab, int64_t step, const std::vector<int32_t>& history);

@@ -99,6 +99,47 @@ TEST(SamplerTest, GreedyIsArgmaxTiesToLowestId) {
   EXPECT_EQ(negative.Sample(tied.data(), 4, 7, {}), 1);
 }
 
+// Plain greedy (no bias, no penalty) takes a one-pass argmax instead of the
+// candidate chain; a zero logit bias forces the chain with the same logits.
+// Both must pick the same token for ties, NaN, +-inf, all -inf, and eos
+// masked (or not: when nothing else is possible) before min_tokens.
+TEST(SamplerTest, PlainGreedyPicksWhatTheCandidateChainPicks) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<std::vector<float>> cases = {
+      {1.0f, 3.0f, 3.0f, 3.0f},   {nan, 2.0f, nan, 2.0f},    {-kInf, -kInf, -kInf, -kInf},
+      {nan, nan, nan, nan},       {kInf, 1.0f, kInf, 0.0f},  {std::numeric_limits<float>::max(), kInf, 0.0f, 0.0f},
+      {-kInf, -kInf, 9.0f, 9.0f}, {0.0f, -kInf, 5.0f, 5.0f}, {-kInf, -kInf, -kInf, 7.0f},
+  };
+  std::mt19937 gen(5);
+  for (uint32_t trial = 0; trial < 40; ++trial) {
+    std::vector<float> logits = RandomLogits(3000, trial, 1.0f);
+    for (float& l : logits) {
+      l = std::round(l * 4.0f) / 4.0f;  // many ties
+      const uint32_t r = gen() % 64;
+      if (r == 0) l = nan;
+      if (r == 1) l = -kInf;
+      if (r == 2 && trial % 8 == 0) l = kInf;
+    }
+    cases.push_back(std::move(logits));
+  }
+  for (const std::vector<int32_t>& eos : {std::vector<int32_t>{}, std::vector<int32_t>{2, 3}}) {
+    for (int64_t min_tokens : {int64_t{0}, int64_t{2}}) {
+      SamplingParams plain;
+      plain.min_tokens = min_tokens;
+      SamplingParams chain = plain;
+      chain.logit_bias = {{0, 0.0f}};
+      Sampler fast(plain, eos), slow(chain, eos);
+      for (size_t c = 0; c < cases.size(); ++c) {
+        const auto vocab = static_cast<int64_t>(cases[c].size());
+        for (int64_t step : {int64_t{0}, int64_t{3}}) {
+          EXPECT_EQ(fast.Sample(cases[c].data(), vocab, step, {}), slow.Sample(cases[c].data(), vocab, step, {}))
+              << "case " << c << ", step " << step << ", min_tokens " << min_tokens << ", " << eos.size() << " eos";
+        }
+      }
+    }
+  }
+}
+
 TEST(SamplerTest, TopKNeverEmitsOutsideTopK) {
   const auto logits = RandomLogits(1000, 3, 1.0f);
   std::vector<int32_t> order(logits.size());
