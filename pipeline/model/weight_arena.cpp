@@ -18,13 +18,39 @@ bool TransparentHugePagesAvailable() {
   return line.find("[never]") == std::string::npos;
 }
 
+bool RoomToCopy(uint64_t bytes, uint64_t available, uint64_t total) {
+  if (available == 0 || total == 0) return true;
+  const uint64_t headroom = std::max<uint64_t>(total / 8, uint64_t{512} << 20);
+  return available >= bytes && available - bytes >= headroom;
+}
+
+MemoryNow ReadMemoryNow() {
+  MemoryNow now;
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  std::string unit;
+  while (in >> key >> kib) {
+    std::getline(in, unit);  // " kB"
+    if (key == "MemAvailable:") now.available = kib * 1024;
+    if (key == "MemTotal:") now.total = kib * 1024;
+  }
+  return now;
+}
+
 WeightArena::WeightArena() : enabled_(TransparentHugePagesAvailable()) {}
 
 TensorView WeightArena::Place(const TensorView& view) {
   if (!enabled_ || view.data == nullptr || view.n_bytes == 0) return view;
   const size_t need = (view.n_bytes + kAlign - 1) / kAlign * kAlign;
   if (chunks_.empty() || chunks_.back().size() - used_ < need) {
-    Result<HugePageBuffer> chunk = HugePageBuffer::Allocate(std::max(need, kChunkBytes));
+    const size_t bytes = std::max(need, kChunkBytes);
+    const MemoryNow memory = ReadMemoryNow();
+    if (!RoomToCopy(bytes, memory.available, memory.total)) {
+      enabled_ = false;  // the rest stays in the mapping too
+      return view;
+    }
+    Result<HugePageBuffer> chunk = HugePageBuffer::Allocate(bytes);
     if (!chunk.ok()) return view;
     chunks_.push_back(std::move(chunk).value());
     used_ = 0;

@@ -19,7 +19,12 @@
 // Where the kernel grants no transparent huge pages ("never" in
 // /sys/kernel/mm/transparent_hugepage/enabled) or memory cannot be mapped,
 // Place returns the view unchanged and the mapping keeps serving it: the
-// copy would gain nothing.
+// copy would gain nothing. It also stops copying (for good) before a chunk
+// would leave less than RoomToCopy's headroom of memory available: the
+// copy is anonymous memory the kernel cannot reclaim without swap, where
+// the file's pages can be dropped and read again, so a node given more
+// layers than its memory holds runs slowly from the mapping instead of
+// being killed.
 //
 // For matrices read whole every step (a decoder's layers, the LM head), not
 // for tables read a row at a time (the token embedding).
@@ -73,5 +78,18 @@ class WeightArena {
 // False when /sys/kernel/mm/transparent_hugepage/enabled says "[never]";
 // true otherwise (including when it cannot be read: madvise then decides).
 bool TransparentHugePagesAvailable();
+
+// Whether copying `bytes` more leaves at least an eighth of the machine's
+// memory, and 512 MiB, available (MemAvailable and MemTotal of
+// /proc/meminfo, in bytes). Unknown figures (0) allow the copy.
+bool RoomToCopy(uint64_t bytes, uint64_t available, uint64_t total);
+
+// MemAvailable and MemTotal of /proc/meminfo in bytes; 0 for a figure that
+// cannot be read.
+struct MemoryNow {
+  uint64_t available = 0;
+  uint64_t total = 0;
+};
+MemoryNow ReadMemoryNow();
 
 }  // namespace troupe

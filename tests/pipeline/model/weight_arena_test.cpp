@@ -1,7 +1,8 @@
 // WeightArena: a placed view is an exact, cache-line aligned copy that does
 // not overlap any other, and the file mapping it came from still reads the
 // same bytes after its pages are handed back; a disabled arena copies nothing;
-// where the kernel grants huge pages on request, the copies are in them.
+// copies stop before memory runs short; and where the kernel grants huge
+// pages on request, the copies are in them.
 #include "pipeline/model/weight_arena.h"
 
 #include <gtest/gtest.h>
@@ -121,6 +122,24 @@ TEST(WeightArenaTest, ADisabledArenaOrAnEmptyViewCopiesNothing) {
   TensorView empty;
   EXPECT_EQ(on.Place(empty).data, nullptr);
   EXPECT_EQ(on.placed_bytes(), 0u);
+}
+
+// The copy is memory the kernel cannot drop (no swap), where the file's
+// pages can be: it stops while an eighth of the machine (at least 512 MiB)
+// would still be available, and goes on when the figures are unknown.
+TEST(WeightArenaTest, CopiesOnlyWhileMemoryStaysAvailable) {
+  constexpr uint64_t kGiB = uint64_t{1} << 30, kMiB = uint64_t{1} << 20;
+  EXPECT_TRUE(RoomToCopy(kGiB, 4 * kGiB, 16 * kGiB));       // 3 GiB left, 2 needed
+  EXPECT_TRUE(RoomToCopy(2 * kGiB, 4 * kGiB, 16 * kGiB));   // exactly the headroom
+  EXPECT_FALSE(RoomToCopy(3 * kGiB, 4 * kGiB, 16 * kGiB));  // 1 GiB left
+  EXPECT_FALSE(RoomToCopy(5 * kGiB, 4 * kGiB, 16 * kGiB));  // more than is available
+  EXPECT_FALSE(RoomToCopy(600 * kMiB, kGiB, 2 * kGiB));     // a small machine keeps 512 MiB
+  EXPECT_TRUE(RoomToCopy(400 * kMiB, kGiB, 2 * kGiB));
+  EXPECT_TRUE(RoomToCopy(kGiB, 0, 16 * kGiB));  // unknown: copy
+  const MemoryNow now = ReadMemoryNow();
+  EXPECT_GT(now.total, 0u);
+  EXPECT_GT(now.available, 0u);
+  EXPECT_LE(now.available, now.total);
 }
 
 // The selected value of a THP setting ("[madvise]" -> "madvise").
