@@ -11,13 +11,6 @@
 
 namespace troupe {
 
-bool TransparentHugePagesAvailable() {
-  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
-  std::string line;
-  if (!std::getline(f, line)) return true;
-  return line.find("[never]") == std::string::npos;
-}
-
 bool RoomToCopy(uint64_t bytes, uint64_t available, uint64_t total) {
   if (available == 0 || total == 0) return true;
   const uint64_t headroom = std::max<uint64_t>(total / 8, uint64_t{512} << 20);
@@ -38,7 +31,7 @@ MemoryNow ReadMemoryNow() {
   return now;
 }
 
-WeightArena::WeightArena() : enabled_(TransparentHugePagesAvailable()) {}
+WeightArena::WeightArena() : enabled_(ThpSetting("enabled") != "never") {}
 
 TensorView WeightArena::Place(const TensorView& view) {
   if (!enabled_ || view.data == nullptr || view.n_bytes == 0) return view;

@@ -50,8 +50,8 @@ class WeightArena {
   static constexpr size_t kSliceBytes = size_t{8} << 20;  // copied, then its file pages handed back
 
   // `enabled` false: Place never copies (for a test of the fallback, or a
-  // caller that knows better). By default, whether the kernel may grant
-  // huge pages (TransparentHugePagesAvailable).
+  // caller that knows better). By default, unless THP is "never"
+  // (ThpSetting in huge_pages.h; unreadable: madvise then decides).
   WeightArena();
   explicit WeightArena(bool enabled) : enabled_(enabled) {}
   WeightArena(WeightArena&&) = default;
@@ -74,10 +74,6 @@ class WeightArena {
   size_t used_ = 0;  // bytes of chunks_.back() handed out
   size_t placed_ = 0;
 };
-
-// False when /sys/kernel/mm/transparent_hugepage/enabled says "[never]";
-// true otherwise (including when it cannot be read: madvise then decides).
-bool TransparentHugePagesAvailable();
 
 // Whether copying `bytes` more leaves at least an eighth of the machine's
 // memory, and 512 MiB, available (MemAvailable and MemTotal of

@@ -6,10 +6,25 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <utility>
 
 namespace troupe {
+
+std::string ThpSetting(const std::string& name) {
+  std::ifstream in("/sys/kernel/mm/transparent_hugepage/" + name);
+  std::string line;
+  std::getline(in, line);
+  const size_t a = line.find('['), b = line.find(']');
+  return a == std::string::npos || b == std::string::npos || b < a ? "" : line.substr(a + 1, b - a - 1);
+}
+
+bool ThpGrantsOnRequest() {
+  const std::string enabled = ThpSetting("enabled"), defrag = ThpSetting("defrag");
+  return (enabled == "always" || enabled == "madvise") &&
+         (defrag == "always" || defrag == "madvise" || defrag == "defer+madvise");
+}
 
 HugePageBuffer::HugePageBuffer(HugePageBuffer&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)),

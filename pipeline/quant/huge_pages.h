@@ -26,10 +26,21 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "pipeline/status.h"
 
 namespace troupe {
+
+// The selected value of a transparent huge page setting under
+// /sys/kernel/mm/transparent_hugepage/ ("enabled" reading "always [madvise]
+// never" -> "madvise"), or "" when the kernel has no such file.
+std::string ThpSetting(const std::string& name);
+
+// Whether a madvised buffer gets 2 MB pages when touched: THP "enabled" is
+// "always" or "madvise" and "defrag" compacts memory for a madvised fault
+// ("always", "madvise" or "defer+madvise"). Otherwise madvise is only a wish.
+bool ThpGrantsOnRequest();
 
 class HugePageBuffer {
  public:

@@ -142,25 +142,13 @@ TEST(WeightArenaTest, CopiesOnlyWhileMemoryStaysAvailable) {
   EXPECT_LE(now.available, now.total);
 }
 
-// The selected value of a THP setting ("[madvise]" -> "madvise").
-std::string ThpSetting(const std::string& name) {
-  std::ifstream in("/sys/kernel/mm/transparent_hugepage/" + name);
-  std::string line;
-  std::getline(in, line);
-  const size_t a = line.find('['), b = line.find(']');
-  return a == std::string::npos || b == std::string::npos ? "" : line.substr(a + 1, b - a - 1);
-}
-
 // What the arena is for: where the kernel hands out transparent huge pages
 // on request (as in huge_pages_test), the default arena copies and its
 // copies are (at least partly) in 2 MB pages.
 TEST(WeightArenaTest, CopiesAreInHugePagesWhereTheKernelGrantsThem) {
-  const std::string enabled = ThpSetting("enabled"), defrag = ThpSetting("defrag");
-  const bool thp = enabled == "always" || enabled == "madvise";
-  const bool compacts = defrag == "always" || defrag == "madvise" || defrag == "defer+madvise";
-  if (!thp || !compacts) {
-    GTEST_SKIP() << "this kernel does not grant huge pages on request (transparent_hugepage/enabled '" << enabled
-                 << "', defrag '" << defrag << "')";
+  if (!ThpGrantsOnRequest()) {
+    GTEST_SKIP() << "this kernel does not grant huge pages on request (transparent_hugepage/enabled '"
+                 << ThpSetting("enabled") << "', defrag '" << ThpSetting("defrag") << "')";
   }
   WeightArena arena;
   ASSERT_TRUE(arena.enabled());

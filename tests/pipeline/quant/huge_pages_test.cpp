@@ -56,14 +56,12 @@ TEST(HugePageBufferTest, MovesOwnership) {
   EXPECT_EQ(c.data()[999], 7);
 }
 
-// The selected value of a THP setting ("[madvise]" -> "madvise"), or "" when
-// the kernel has no such file (no THP support).
-std::string ThpSetting(const std::string& name) {
-  std::ifstream in("/sys/kernel/mm/transparent_hugepage/" + name);
-  std::string line;
-  std::getline(in, line);
-  const size_t a = line.find('['), b = line.find(']');
-  return a == std::string::npos || b == std::string::npos ? "" : line.substr(a + 1, b - a - 1);
+// ThpSetting reads the bracketed choice, and "" for a setting the kernel
+// does not have.
+TEST(HugePageBufferTest, ReadsTheKernelsThpSettings) {
+  const std::string enabled = ThpSetting("enabled");
+  EXPECT_TRUE(enabled.empty() || enabled == "always" || enabled == "madvise" || enabled == "never") << enabled;
+  EXPECT_EQ(ThpSetting("no_such_setting"), "");
 }
 
 // Where the kernel hands out transparent huge pages on request (THP
@@ -71,12 +69,9 @@ std::string ThpSetting(const std::string& name) {
 // "always", "madvise" or "defer+madvise"), a touched 8 MB buffer is partly in
 // 2 MB pages. Only a kernel configured otherwise is a reason not to check.
 TEST(HugePageBufferTest, ReportsHugePages) {
-  const std::string enabled = ThpSetting("enabled"), defrag = ThpSetting("defrag");
-  const bool thp = enabled == "always" || enabled == "madvise";
-  const bool compacts = defrag == "always" || defrag == "madvise" || defrag == "defer+madvise";
-  if (!thp || !compacts) {
-    GTEST_SKIP() << "this kernel does not grant huge pages on request (transparent_hugepage/enabled '" << enabled
-                 << "', defrag '" << defrag << "')";
+  if (!ThpGrantsOnRequest()) {
+    GTEST_SKIP() << "this kernel does not grant huge pages on request (transparent_hugepage/enabled '"
+                 << ThpSetting("enabled") << "', defrag '" << ThpSetting("defrag") << "')";
   }
   HugePageBuffer buf = HugePageBuffer::Allocate(8 << 20).value();
   std::memset(buf.data(), 1, buf.size());
