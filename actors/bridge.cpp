@@ -50,6 +50,18 @@ void Bridge::OnMessage(transport::LinkId link, transport::Inbound&& message) {
     return Answer(from, std::move(env));
   }
   const bool job_link = link == ctx_->links->job_listener();
+  if (received->envelope.has_step_burst()) {  // each step as if it had come alone, in order
+    v1::StepBurst& burst = *received->envelope.mutable_step_burst();
+    for (int i = 0; i < burst.steps_size(); ++i) {
+      Received one;
+      one.envelope = NewEnvelope(received->envelope.request_id());
+      one.envelope.mutable_step()->Swap(burst.mutable_steps(i));
+      one.tensor = std::move(received->burst_tensors[static_cast<size_t>(i)]);
+      std::optional<v1::Envelope> refused = DeliverLocal(*ctx_, from, std::move(one), job_link, /*on_loop=*/true);
+      if (refused) Answer(from, std::move(*refused));
+    }
+    return;
+  }
   std::optional<v1::Envelope> refused = DeliverLocal(*ctx_, from, std::move(*received), job_link, /*on_loop=*/true);
   if (refused) Answer(from, std::move(*refused));
 }

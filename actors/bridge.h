@@ -7,6 +7,8 @@
 //                      └─ ok ──▶ DeliverLocal ─▶ caf::anon_send(actor, ...)
 //                                     └─ a shard's lone one-row step: run
 //                                        right here (InlineStage)
+//   a StepBurst goes to DeliverLocal step by step, in order, each as if it
+//   had come alone (a refused one answered on its own).
 //
 // Outbound messages do not pass through here: actors hand them to the loop
 // through their own Outboxes (actors/sender.h). The bridge's own replies

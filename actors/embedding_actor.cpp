@@ -19,26 +19,79 @@ class EmbeddingActor : public StageActor {
   caf::behavior make_behavior() override {
     return {
         [this](StepMessage& m) { OnStep(m); },
+        [this](flush_atom) { RunHeld(); },
+        BurstHandler(),
         StartHandler(),
         RetryHandler(),
     };
   }
 
+  void on_exit() override {
+    StageActor::on_exit();
+    pending_.clear();
+  }
+
  private:
   void OnStep(StepMessage& m) {
+    if (m.step.burst_size() <= 1 && gate_.held() == 0) {  // alone: at once
+      std::vector<StepMessage> one;
+      one.push_back(std::move(m));
+      return Embed(one);
+    }
+    Hold(m.step);
+    pending_.push_back(std::move(m));
+    ScheduleFlush();
+  }
+
+  void RunHeld() {
+    FlushStarted();
+    std::vector<StepMessage> batch = std::move(pending_);
+    pending_.clear();
+    for (const StepMessage& m : batch) Release(m.step);
+    Embed(batch);
+    ScheduleFlush();
+  }
+
+  // Embeds each step (a long prompt in chunks) and sends them all on
+  // together: those for one node leave as one message.
+  void Embed(std::vector<StepMessage>& batch) {
+    std::vector<v1::Step> nexts;
+    std::vector<at::Tensor> hiddens;
+    std::vector<size_t> owner;  // index into batch of each next step
+    for (size_t b = 0; b < batch.size(); ++b) {
+      if (!EmbedOne(batch[b], &nexts, &hiddens)) continue;
+      owner.resize(nexts.size(), b);
+    }
+    const std::vector<Status> sent = sender_.ForwardSteps(std::move(nexts), std::move(hiddens));
+    std::vector<bool> failed(batch.size(), false);
+    for (size_t i = 0; i < sent.size(); ++i) {
+      const StepMessage& m = batch[owner[i]];
+      if (sent[i].ok() || failed[owner[i]]) continue;
+      failed[owner[i]] = true;
+      ReportFailure(m.step.session_id(), v1::UNAVAILABLE, "embedding cannot forward: " + sent[i].ToString(), m.from,
+                    m.request_id);
+    }
+    ScheduleRetry();
+  }
+
+  // Appends the steps (and hidden states) that `m` becomes, or reports its
+  // failure and appends nothing (false).
+  bool EmbedOne(StepMessage& m, std::vector<v1::Step>* nexts, std::vector<at::Tensor>* hiddens) {
     const v1::Step& s = m.step;
     const int64_t n = s.token_ids_size();
     if (n == 0 || n != s.token_count()) {
-      return ReportFailure(s.session_id(), v1::BAD_REQUEST,
-                           "an embedding step needs token_count (" + std::to_string(s.token_count()) +
-                               ") token ids, got " + std::to_string(n),
-                           m.from, m.request_id);
+      ReportFailure(s.session_id(), v1::BAD_REQUEST,
+                    "an embedding step needs token_count (" + std::to_string(s.token_count()) + ") token ids, got " +
+                        std::to_string(n),
+                    m.from, m.request_id);
+      return false;
     }
     // Only the shard hops: where a chunk that needs no logits ends.
     google::protobuf::RepeatedPtrField<v1::RouteHop> shards_only;
     for (const v1::RouteHop& hop : s.rest_of_route()) {
       if (hop.stage() == v1::STAGE_SHARD) *shards_only.Add() = hop;
     }
+    const size_t first_out = nexts->size();
     for (int64_t begin = 0; begin < n; begin += kPrefillChunk) {
       const int64_t end = std::min(n, begin + kPrefillChunk);
       std::vector<int32_t> ids(s.token_ids().begin() + begin, s.token_ids().begin() + end);
@@ -52,9 +105,12 @@ class EmbeddingActor : public StageActor {
       }
       const int64_t compute_end = SteadyNs();
       if (!hidden.ok()) {
-        return ReportFailure(s.session_id(),
-                             hidden.status().code() == StatusCode::kInvalidArgument ? v1::BAD_REQUEST : v1::INTERNAL,
-                             hidden.status().ToString(), m.from, m.request_id);
+        nexts->resize(first_out);  // none of this step's chunks go
+        hiddens->resize(first_out);
+        ReportFailure(s.session_id(),
+                      hidden.status().code() == StatusCode::kInvalidArgument ? v1::BAD_REQUEST : v1::INTERNAL,
+                      hidden.status().ToString(), m.from, m.request_id);
+        return false;
       }
       v1::Step next;
       next.set_session_id(s.session_id());
@@ -73,14 +129,13 @@ class EmbeddingActor : public StageActor {
       StampHop(s, next, *ctx_, v1::STAGE_EMBEDDING, begin == 0 ? m.arrived_ns : compute_begin, compute_begin,
                compute_end);
       ctx_->counters.steps_total++;
-      Status st = sender_.ForwardStep(std::move(next), std::move(*hidden));
-      if (!st.ok()) {
-        return ReportFailure(s.session_id(), v1::UNAVAILABLE, "embedding cannot forward: " + st.ToString(), m.from,
-                             m.request_id);
-      }
+      nexts->push_back(std::move(next));
+      hiddens->push_back(std::move(*hidden));
     }
-    ScheduleRetry();
+    return true;
   }
+
+  std::vector<StepMessage> pending_;  // held behind gate_
 };
 
 }  // namespace

@@ -5,7 +5,14 @@
 //   StepMessage   token ids of a session's next positions (the prompt from
 //                 the scheduler, each sampled token from the sampler) with
 //                 the rest of the route: embedded and sent to the first shard
+//   flush_atom    embed the steps held behind the burst gate
+//   burst_atom    the gate's wait for the rest of a burst ended
 //   retry_atom    resend what backpressure held back
+//
+// A step of a burst (Step.burst_size > 1: the sampler's batch) is held
+// until the rest of its burst is here (scheduling/burst_gate.h), so that
+// the burst's steps leave for their first shard as one StepBurst message; a
+// lone step is embedded and sent at once.
 //
 // A long prompt is sent as chunks of at most kPrefillChunk positions (as the
 // single-process engine does); every chunk but the last ends at the last

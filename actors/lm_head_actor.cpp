@@ -137,14 +137,20 @@ class LmHeadActor : public StageActor {
     }
     // The sampler keeps the burst together (and regroups it by next node).
     scheduling::TagBursts(nexts, NewBurstId());
+    std::vector<uint64_t> ids;
+    std::vector<at::Tensor> rows;
     int64_t r0 = 0;
     for (size_t i = 0; i < batch.size(); ++i) {
       const int64_t k = ks[i];
-      const uint64_t id = nexts[i].session_id();
-      at::Tensor row = batch.size() == 1 ? *logits : logits->slice(0, r0, r0 + k);
+      ids.push_back(nexts[i].session_id());
+      rows.push_back(batch.size() == 1 ? *logits : logits->slice(0, r0, r0 + k));
       r0 += k;
-      Status st = sender_.ForwardStep(std::move(nexts[i]), std::move(row));
-      if (!st.ok()) ReportFailure(id, v1::UNAVAILABLE, "LM head cannot forward: " + st.ToString(), batch[i].from);
+    }
+    const std::vector<Status> sent = sender_.ForwardSteps(std::move(nexts), std::move(rows));
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (!sent[i].ok()) {
+        ReportFailure(ids[i], v1::UNAVAILABLE, "LM head cannot forward: " + sent[i].ToString(), batch[i].from);
+      }
     }
     ScheduleRetry();
   }

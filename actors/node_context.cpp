@@ -78,6 +78,7 @@ v1::MetricsSnapshot NodeMetrics(const NodeContext& ctx) {
   auto& n = *m.mutable_counters();
   n["steps_total"] = c.steps_total.load();
   n["inline_steps_total"] = c.inline_steps_total.load();
+  n["step_bursts_sent_total"] = c.step_bursts_sent_total.load();
   n["batches_total"] = c.batches_total.load();
   n["batch_rows_total"] = c.batch_rows_total.load();
   n["max_batch_sessions"] = c.max_batch_sessions.load();

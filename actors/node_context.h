@@ -44,6 +44,7 @@ struct NodeCounters {
   // Named as in `troupe status` and /metrics (troupe_<name>).
   std::atomic<uint64_t> steps_total{0};             // steps this node's stages ran
   std::atomic<uint64_t> inline_steps_total{0};      // of them, run on the poll loop's thread (InlineStage)
+  std::atomic<uint64_t> step_bursts_sent_total{0};  // StepBurst messages sent: a batch's steps for one node in one
   std::atomic<uint64_t> tokens_generated_total{0};  // head: tokens its sampler produced
   std::atomic<uint64_t> batches_total{0};           // shard / LM head batches
   std::atomic<uint64_t> batch_rows_total{0};        // rows over all batches

@@ -261,11 +261,14 @@ class SamplerActor : public StageActor {
       }
       j.steps.clear();
       scheduling::TagBursts(steps, NewBurstId(), /*hop=*/1);  // one node: the embedding keeps tags
-      for (v1::Step& s : steps) {
-        const uint64_t id = s.session_id();
-        joiner_.Sent(id, node, now);
-        Status st = sender_.ForwardStep(std::move(s), at::Tensor());
-        if (!st.ok()) Fail(id, v1::UNAVAILABLE, "sampler cannot forward: " + st.ToString());
+      std::vector<uint64_t> ids;
+      for (const v1::Step& s : steps) {
+        ids.push_back(s.session_id());
+        joiner_.Sent(s.session_id(), node, now);
+      }
+      const std::vector<Status> sent = sender_.ForwardSteps(std::move(steps), std::vector<at::Tensor>(ids.size()));
+      for (size_t i = 0; i < ids.size(); ++i) {
+        if (!sent[i].ok()) Fail(ids[i], v1::UNAVAILABLE, "sampler cannot forward: " + sent[i].ToString());
       }
     }
     ScheduleRetry();

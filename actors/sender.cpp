@@ -2,6 +2,9 @@
 
 #include <caf/send.hpp>
 
+#include <algorithm>
+#include <utility>
+
 #include "actors/local_messages.h"
 #include "messages/envelope_codec.h"
 
@@ -25,12 +28,57 @@ Status Sender::Deliver(transport::LinkId link, const std::string& peer, v1::Enve
   return st;
 }
 
-Status Sender::ForwardStep(v1::Step step, at::Tensor tensor) {
+Status Sender::PopHop(v1::Step& step) {
   if (step.rest_of_route_size() == 0) {
     return Status::InvalidArgument("step of session " + std::to_string(step.session_id()) + " has no next hop");
   }
   *step.mutable_hop() = step.rest_of_route(0);
   step.mutable_rest_of_route()->erase(step.mutable_rest_of_route()->begin());
+  return Status::Ok();
+}
+
+Status Sender::ForwardStep(v1::Step step, at::Tensor tensor) {
+  TROUPE_RETURN_IF_ERROR(PopHop(step));
+  return SendStep(std::move(step), std::move(tensor));
+}
+
+std::vector<Status> Sender::ForwardSteps(std::vector<v1::Step> steps, std::vector<at::Tensor> tensors) {
+  std::vector<Status> out(steps.size());
+  if (tensors.size() != steps.size()) {
+    for (Status& st : out) st = Status::Internal("ForwardSteps: tensors and steps differ in number");
+    return out;
+  }
+  // The steps for each other node, in order; this node's go one by one.
+  std::vector<std::pair<std::string, std::vector<size_t>>> remote;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (out[i] = PopHop(steps[i]); !out[i].ok()) continue;
+    const std::string& node = steps[i].hop().node_id();
+    if (node == ctx_->node_id) {
+      out[i] = SendStep(std::move(steps[i]), std::move(tensors[i]));
+      continue;
+    }
+    auto group = std::find_if(remote.begin(), remote.end(), [&](const auto& g) { return g.first == node; });
+    if (group == remote.end()) group = remote.insert(remote.end(), {node, {}});
+    group->second.push_back(i);
+  }
+  for (const auto& [node, members] : remote) {
+    if (members.size() == 1) {
+      out[members[0]] = SendStep(std::move(steps[members[0]]), std::move(tensors[members[0]]));
+      continue;
+    }
+    std::vector<v1::Step> burst;
+    std::vector<at::Tensor> burst_tensors;
+    for (size_t i : members) {
+      burst.push_back(std::move(steps[i]));
+      burst_tensors.push_back(std::move(tensors[i]));
+    }
+    const Status st = SendBurst(std::move(burst), burst_tensors);
+    for (size_t i : members) out[i] = st;
+  }
+  return out;
+}
+
+Status Sender::SendStep(v1::Step step, at::Tensor tensor) {
   const std::string node = step.hop().node_id();
   const std::string endpoint = step.hop().endpoint();
   v1::Envelope env = NewEnvelope();
@@ -43,10 +91,28 @@ Status Sender::ForwardStep(v1::Step step, at::Tensor tensor) {
   if (!frames.ok() && encoding == v1::DTYPE_INT8_BLOCK32)
     frames = EncodeFrames(std::move(env), tensor);  // e.g. a width not of 32s
   if (!frames.ok()) return frames.error().ToStatus();
+  return Hand(node, link, std::move(*frames));
+}
+
+Status Sender::SendBurst(std::vector<v1::Step> steps, const std::vector<at::Tensor>& tensors) {
+  const v1::RouteHop hop = steps.front().hop();
+  if (ctx_->links->curve()) ctx_->links->LearnKey(hop.node_id(), hop.public_key());
+  TROUPE_ASSIGN_OR_RETURN(transport::LinkId link, ctx_->links->ConnectTo(hop.node_id(), hop.endpoint()));
+  v1::Envelope env = NewEnvelope();
+  for (v1::Step& s : steps) *env.mutable_step_burst()->add_steps() = std::move(s);
+  WireResult<transport::Frames> frames = EncodeBurstFrames(env, tensors, hop.encoding());
+  if (!frames.ok() && hop.encoding() == v1::DTYPE_INT8_BLOCK32)
+    frames = EncodeBurstFrames(std::move(env), tensors);  // e.g. a width not of 32s
+  if (!frames.ok()) return frames.error().ToStatus();
+  ctx_->counters.step_bursts_sent_total++;
+  return Hand(hop.node_id(), link, std::move(*frames));
+}
+
+Status Sender::Hand(const std::string& node, transport::LinkId link, transport::Frames frames) {
   uint64_t bytes = 0;
-  for (const zmq::message_t& f : *frames) bytes += f.size();
+  for (const zmq::message_t& f : frames) bytes += f.size();
   ctx_->step_bytes.Add(node, bytes);
-  Status st = outbound_.Send(link, "", std::move(*frames));
+  Status st = outbound_.Send(link, "", std::move(frames));
   if (!st.ok()) ctx_->counters.send_errors_total++;
   return st;
 }

@@ -4,7 +4,9 @@
 //
 // Source routing lives here: ForwardStep pops the next hop off
 // step.rest_of_route into step.hop and sends the step to that hop's node —
-// nothing goes through the scheduler.
+// nothing goes through the scheduler. ForwardSteps does so for a batch's
+// steps, sending those bound for the same other node as one StepBurst
+// message (one message a hop, not one a session).
 //
 // Failures come back as a Status (no route, no key for a peer, an unusable
 // tensor); messages held back by backpressure are kept in order and resent by
@@ -15,6 +17,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "actors/node_context.h"
 #include "messages/frames_codec.h"
@@ -31,6 +34,10 @@ class Sender {
   // Sends `step` (with `tensor`, possibly undefined) to step.rest_of_route(0).
   // InvalidArgument for an empty rest of route.
   Status ForwardStep(v1::Step step, at::Tensor tensor);
+  // ForwardStep for each of `steps` with tensors[i] (sizes equal), in
+  // order; two or more bound for one node other than this one leave as one
+  // StepBurst. A status per step.
+  std::vector<Status> ForwardSteps(std::vector<v1::Step> steps, std::vector<at::Tensor> tensors);
   // Sends `envelope` to node `node_id` at `endpoint` (a local actor when the
   // node is this one).
   Status ToNode(const std::string& node_id, const std::string& endpoint, v1::Envelope envelope);
@@ -43,6 +50,14 @@ class Sender {
   void Close() { outbound_.Close(); }
 
  private:
+  // Pops step.rest_of_route(0) into step.hop; InvalidArgument when none.
+  static Status PopHop(v1::Step& step);
+  // Sends a step whose hop is set, to its node.
+  Status SendStep(v1::Step step, at::Tensor tensor);
+  // Sends steps whose hops name one other node as one StepBurst.
+  Status SendBurst(std::vector<v1::Step> steps, const std::vector<at::Tensor>& tensors);
+  // Hands a step's (or burst's) frames for `node` to the loop, counting their bytes.
+  Status Hand(const std::string& node, transport::LinkId link, transport::Frames frames);
   Status Deliver(transport::LinkId link, const std::string& peer, v1::Envelope envelope, const at::Tensor& tensor);
   Status Local(v1::Envelope envelope, at::Tensor tensor);
   std::shared_ptr<NodeContext> ctx_;

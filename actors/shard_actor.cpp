@@ -568,15 +568,19 @@ class ShardActor : public StageActor {
       outs.push_back(std::move(out));
     }
     scheduling::TagBursts(nexts, NewBurstId());
-    for (size_t i = 0; i < nexts.size(); ++i) {
-      const uint64_t id = nexts[i].session_id();
-      Status sent;
-      try {
-        sent = sender_.ForwardStep(std::move(nexts[i]), std::move(outs[i]));
-      } catch (const std::exception& e) {
-        sent = Status::Internal(e.what());
+    std::vector<uint64_t> ids;
+    ids.reserve(nexts.size());
+    for (const v1::Step& next : nexts) ids.push_back(next.session_id());
+    std::vector<Status> sent;
+    try {
+      sent = sender_.ForwardSteps(std::move(nexts), std::move(outs));
+    } catch (const std::exception& e) {
+      sent.assign(ids.size(), Status::Internal(e.what()));
+    }
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (!sent[i].ok()) {
+        Fail(ids[i], v1::UNAVAILABLE, "shard '" + ctx_->node_id + "' cannot forward: " + sent[i].ToString());
       }
-      if (!sent.ok()) Fail(id, v1::UNAVAILABLE, "shard '" + ctx_->node_id + "' cannot forward: " + sent.ToString());
     }
     ScheduleRetry();
   }

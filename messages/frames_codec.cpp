@@ -22,35 +22,68 @@ WireResult<Received> DecodeFrames(transport::Frames& frames, const DecodeLimits&
   }
   WireResult<InboundMessage> m = DecodeMessage(refs.data(), refs.size(), limits, rejects);
   if (!m.ok()) return m.error();
-  Received out;
-  out.envelope = std::move(m->envelope);
-  if (m->tensor) {
-    WireResult<at::Tensor> t = DecodeTensor(*m->tensor);
+  auto decode = [&](const TensorFrame& frame, at::Tensor* to) -> std::optional<WireError> {
+    WireResult<at::Tensor> t = DecodeTensor(frame);
     if (!t.ok()) {
       if (rejects) rejects->Count(t.error().code);
       return t.error();
     }
-    out.tensor = std::move(*t);
+    *to = std::move(*t);
+    return std::nullopt;
+  };
+  Received out;
+  out.envelope = std::move(m->envelope);
+  if (m->tensor) {
+    if (auto e = decode(*m->tensor, &out.tensor)) return *e;
+  }
+  out.burst_tensors.resize(m->burst_tensors.size());
+  for (size_t i = 0; i < m->burst_tensors.size(); ++i) {
+    if (!m->burst_tensors[i]) continue;
+    if (auto e = decode(*m->burst_tensors[i], &out.burst_tensors[i])) return *e;
   }
   frames.clear();
   return out;
 }
 
-WireResult<transport::Frames> EncodeFrames(v1::Envelope envelope, const at::Tensor& tensor, v1::Dtype dtype) {
-  std::optional<TensorFrame> frame;
-  if (tensor.defined()) {
-    WireResult<TensorFrame> f = EncodeTensor(tensor, dtype == v1::DTYPE_UNSPECIFIED ? v1::DTYPE_F32 : dtype);
-    if (!f.ok()) return f.error();
-    frame = std::move(*f);
-  }
-  WireResult<OutboundMessage> m = EncodeMessage(std::move(envelope), frame);
-  if (!m.ok()) return m.error();
+namespace {
+
+WireResult<std::optional<TensorFrame>> FrameOf(const at::Tensor& tensor, v1::Dtype dtype) {
+  if (!tensor.defined()) return std::optional<TensorFrame>();
+  WireResult<TensorFrame> f = EncodeTensor(tensor, dtype == v1::DTYPE_UNSPECIFIED ? v1::DTYPE_F32 : dtype);
+  if (!f.ok()) return f.error();
+  return std::optional<TensorFrame>(std::move(*f));
+}
+
+transport::Frames FramesOf(const OutboundMessage& m) {
   transport::Frames frames;
-  frames.push_back(transport::CopyFrame(m->header));
-  if (m->tensor) {
-    frames.push_back(transport::SharedFrame(m->tensor->owner, m->tensor->data, m->tensor->size));
-  }
+  frames.push_back(transport::CopyFrame(m.header));
+  if (m.tensor) frames.push_back(transport::SharedFrame(m.tensor->owner, m.tensor->data, m.tensor->size));
+  for (const TensorFrame& t : m.burst_tensors) frames.push_back(transport::SharedFrame(t.owner, t.data, t.size));
   return frames;
+}
+
+}  // namespace
+
+WireResult<transport::Frames> EncodeFrames(v1::Envelope envelope, const at::Tensor& tensor, v1::Dtype dtype) {
+  WireResult<std::optional<TensorFrame>> frame = FrameOf(tensor, dtype);
+  if (!frame.ok()) return frame.error();
+  WireResult<OutboundMessage> m = EncodeMessage(std::move(envelope), std::move(*frame));
+  if (!m.ok()) return m.error();
+  return FramesOf(*m);
+}
+
+WireResult<transport::Frames> EncodeBurstFrames(v1::Envelope envelope, const std::vector<at::Tensor>& tensors,
+                                                v1::Dtype dtype) {
+  std::vector<std::optional<TensorFrame>> frames;
+  frames.reserve(tensors.size());
+  for (const at::Tensor& t : tensors) {
+    WireResult<std::optional<TensorFrame>> frame = FrameOf(t, dtype);
+    if (!frame.ok()) return frame.error();
+    frames.push_back(std::move(*frame));
+  }
+  WireResult<OutboundMessage> m = EncodeBurst(std::move(envelope), std::move(frames));
+  if (!m.ok()) return m.error();
+  return FramesOf(*m);
 }
 
 }  // namespace troupe

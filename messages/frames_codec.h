@@ -12,6 +12,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <string>
+#include <vector>
 
 #include "messages/message_codec.h"
 #include "messages/troupe.pb.h"
@@ -22,6 +23,8 @@ namespace troupe {
 struct Received {
   v1::Envelope envelope;
   at::Tensor tensor;  // defined iff the envelope is a Step with a tensor frame
+  // A StepBurst: one per step, defined iff that step has a tensor frame.
+  std::vector<at::Tensor> burst_tensors;
 };
 
 // Decodes and validates (messages/ DecodeMessage) and counts rejections.
@@ -33,5 +36,10 @@ WireResult<Received> DecodeFrames(transport::Frames& frames, const DecodeLimits&
 // asks for int8 blocks).
 WireResult<transport::Frames> EncodeFrames(v1::Envelope envelope, const at::Tensor& tensor,
                                            v1::Dtype dtype = v1::DTYPE_F32);
+
+// Encodes a StepBurst envelope with `tensors[i]` (undefined: none) for its
+// step i, every frame in `dtype` (messages/ EncodeBurst).
+WireResult<transport::Frames> EncodeBurstFrames(v1::Envelope envelope, const std::vector<at::Tensor>& tensors,
+                                                v1::Dtype dtype = v1::DTYPE_F32);
 
 }  // namespace troupe

@@ -1,16 +1,20 @@
 // A whole message as the transport sees it: one header frame (an encoded
-// Envelope) and, only for a Step whose `tensor` is set, one raw tensor frame.
-// The transport strips its routing frames and hands the rest here.
+// Envelope) and, for a Step whose `tensor` is set, one raw tensor frame; for a
+// StepBurst, one raw tensor frame for each of its steps whose `tensor` is
+// set, in step order. The transport strips its routing frames and hands the
+// rest here.
 //
 // DecodeMessage checks, in this order, and reports the first failure:
-//   no frame, or more than two                    BAD_FRAMES
+//   no frame, or more than 1 + kMaxBurstSteps     BAD_FRAMES
 //   the header frame (DecodeEnvelope)             OVERSIZED, BAD_HEADER,
 //                                                 VERSION_MISMATCH, UNKNOWN_TYPE
-//   a tensor frame iff the body is a Step with a
-//   tensor description                            BAD_FRAMES
-//   the tensor frame (MakeTensorFrame)            OVERSIZED, BAD_TENSOR, NON_FINITE
+//   a StepBurst with no step, or more than
+//   kMaxBurstSteps                                BAD_REQUEST
+//   one tensor frame for each tensor description
+//   (a Step's, a StepBurst's steps'), no other    BAD_FRAMES
+//   each tensor frame (MakeTensorFrame)           OVERSIZED, BAD_TENSOR, NON_FINITE
 // and counts every rejection in `rejects` (when not null). Nothing that fails
-// here should reach a model.
+// here should reach a model: one bad frame rejects the whole burst.
 //
 // Pure functions, thread-safe (RejectCounters is).
 #pragma once
@@ -19,6 +23,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "messages/protocol.h"
 #include "messages/reject_counters.h"
@@ -39,18 +44,29 @@ struct FrameRef {
 
 struct OutboundMessage {
   std::string header;                 // frame 1
-  std::optional<TensorFrame> tensor;  // frame 2, sent without copying
+  std::optional<TensorFrame> tensor;  // a Step's frame 2, sent without copying
+  // A StepBurst's frames 2.., one for each step with a tensor, in step
+  // order, sent without copying.
+  std::vector<TensorFrame> burst_tensors;
 };
 
 struct InboundMessage {
   v1::Envelope envelope;
   std::optional<TensorFrame> tensor;  // validated; set iff the Step has a tensor
+  // A StepBurst: one entry per step, validated, set iff that step has a tensor.
+  std::vector<std::optional<TensorFrame>> burst_tensors;
 };
 
 // Stamps kProtocolVersion, writes tensor->Desc() into the Step's `tensor`
 // (clearing it when there is no tensor) and encodes the header. INTERNAL when
 // a tensor is given for a body other than a Step.
 WireResult<OutboundMessage> EncodeMessage(v1::Envelope envelope, std::optional<TensorFrame> tensor = std::nullopt);
+
+// A StepBurst with `tensors[i]` for its step i (none: the step carries
+// none): stamps the version, writes or clears each step's `tensor`, encodes
+// the header. INTERNAL when the envelope is not a StepBurst or the counts
+// differ; BAD_REQUEST for no step or more than kMaxBurstSteps.
+WireResult<OutboundMessage> EncodeBurst(v1::Envelope envelope, std::vector<std::optional<TensorFrame>> tensors);
 
 WireResult<InboundMessage> DecodeMessage(const FrameRef* frames, size_t count, const DecodeLimits& limits,
                                          RejectCounters* rejects = nullptr);

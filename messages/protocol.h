@@ -13,6 +13,9 @@ namespace troupe {
 // Bump when a change would be misread by nodes of the previous version.
 constexpr uint32_t kProtocolVersion = 1;
 
+// Steps in one StepBurst at most (a stage's batch holds fewer sessions).
+constexpr int kMaxBurstSteps = 1024;
+
 // Tensor rank and dimension bounds (inclusive).
 constexpr int kMaxTensorRank = 4;
 constexpr int64_t kMaxTensorDim = int64_t{1} << 31;

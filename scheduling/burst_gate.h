@@ -2,12 +2,13 @@
 // after a short wait for the rest of a burst.
 //
 // A burst is the steps one stage computed in one batch and sends on to the
-// same next node, back to back (v1::Step burst_id, burst_size). They arrive
-// at the next stage tens of microseconds apart. A stage that is idle would
-// compute the first alone and batch the others after it, so a batch of 4
-// sessions leaves as 1 + 3 and, hop after hop, the ring's batches fall apart
-// into single rows — each as costly as a batch of 4 (decode reads every
-// weight once per batch). The gate keeps a burst together:
+// same next node (v1::Step burst_id, burst_size): in one StepBurst message
+// from another process, one by one from a stage of the same node. Either way
+// they reach the stage's mailbox one step at a time, microseconds apart. A
+// stage that is idle would compute the first alone and batch the others
+// after it, so a batch of 4 sessions leaves as 1 + 3 and, hop after hop,
+// the ring's batches fall apart into single rows — each as costly as a
+// batch of 4 (decode reads every weight once per batch). The gate keeps a burst together:
 //
 //   Ready(now) — compute now: some step held is not part of a burst (id 0,
 //     or size <= 1), or its burst is complete (every member has arrived), or

@@ -9,7 +9,9 @@
 #include <ATen/ops/randn.h>
 #include <ATen/ops/zeros.h>
 
+#include <deque>
 #include <limits>
+#include <map>
 #include <vector>
 
 #include "actors/node.h"
@@ -31,6 +33,7 @@ constexpr uint64_t kBytesPerPosition = 10 * 3 * 64 * 2 * 2;
 class ShardTest : public ::testing::Test {
  protected:
   virtual double IdleTimeoutSeconds() const { return 600; }
+  virtual double BurstWaitMs() const { return 1; }
   void SetUp() override {
     cluster::NodeConfig c;
     c.id = "shard-under-test";
@@ -41,6 +44,7 @@ class ShardTest : public ::testing::Test {
     c.threads = 1;
     c.cache_budget_bytes = 1000 * kBytesPerPosition;
     c.idle_timeout_seconds = IdleTimeoutSeconds();
+    c.burst_wait_ms = BurstWaitMs();
     auto node = Node::Start(c);
     ASSERT_TRUE(node.ok()) << node.status().ToString();
     node_ = std::move(*node);
@@ -231,6 +235,9 @@ namespace {
 // the same layers run in this process.
 class ShardOnwardTest : public ShardTest {
  protected:
+  // A burst's members are sent back to back: the shard waits for all of
+  // them however slow this machine is, so each burst is one batch.
+  double BurstWaitMs() const override { return 1000; }
   void SetUp() override {
     ShardTest::SetUp();
     auto next = transport::Listener::Bind(context_, "tcp://127.0.0.1:*", transport::PlainSecurity());
@@ -260,8 +267,15 @@ class ShardOnwardTest : public ShardTest {
     Send(env, hidden);
   }
 
-  // The next step the stand-in receives: its session and hidden states.
+  // The next step the stand-in receives: its session and hidden states. A
+  // StepBurst message gives its steps one call each, in order (counted in
+  // bursts_received_).
   std::pair<uint64_t, at::Tensor> ReceiveOnward() {
+    if (!received_.empty()) {
+      auto next = std::move(received_.front());
+      received_.pop_front();
+      return next;
+    }
     auto in = next_->Receive(10000);
     EXPECT_TRUE(in.ok()) << in.status().ToString();
     if (!in.ok()) return {0, at::Tensor()};
@@ -269,6 +283,14 @@ class ShardOnwardTest : public ShardTest {
     auto got = DecodeFrames(in->frames, DecodeLimits{}, &rejects);
     EXPECT_TRUE(got.ok()) << got.error().ToString();
     if (!got.ok()) return {0, at::Tensor()};
+    if (got->envelope.has_step_burst()) {
+      ++bursts_received_;
+      const v1::StepBurst& burst = got->envelope.step_burst();
+      for (int i = 0; i < burst.steps_size(); ++i) {
+        received_.emplace_back(burst.steps(i).session_id(), got->burst_tensors[static_cast<size_t>(i)]);
+      }
+      return ReceiveOnward();
+    }
     EXPECT_TRUE(got->envelope.has_step()) << got->envelope.DebugString();
     return {got->envelope.step().session_id(), got->tensor};
   }
@@ -282,6 +304,8 @@ class ShardOnwardTest : public ShardTest {
   }
 
   std::unique_ptr<transport::Listener> next_;
+  std::deque<std::pair<uint64_t, at::Tensor>> received_;  // the rest of a StepBurst
+  int bursts_received_ = 0;
   std::unique_ptr<ModelSource> source_;
   std::unique_ptr<Decoder> reference_;
 };
@@ -332,7 +356,8 @@ TEST_F(ShardOnwardTest, StepsOfTwoLiveSessionsStayOnTheActor) {
   // which batches what arrives while it computes.
   EXPECT_EQ(InlineSteps(), 0u);
   const uint64_t before = InlineSteps();
-  // Then steps in bursts of two: never on the loop, whatever the timing.
+  // Then steps in bursts of two: never on the loop, whatever the timing;
+  // each burst computed as one batch and sent on as one StepBurst message.
   for (uint32_t position = 3; position < 8; ++position) {
     std::map<uint64_t, at::Tensor> sent{{41, at::randn({1, 576})}, {42, at::randn({1, 576})}};
     const uint64_t burst = 1000 + position;
@@ -342,6 +367,7 @@ TEST_F(ShardOnwardTest, StepsOfTwoLiveSessionsStayOnTheActor) {
       ASSERT_TRUE(sent.count(session)) << session;
       EXPECT_TRUE(at::equal(out, Expected(sent[session], *caches[session]))) << "session " << session;
     }
+    EXPECT_EQ(bursts_received_, static_cast<int>(position - 2)) << "the burst at " << position << " came apart";
   }
   EXPECT_EQ(InlineSteps(), before);
 }

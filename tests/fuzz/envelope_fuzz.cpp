@@ -88,5 +88,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       fuzz::Check(std::isfinite(v), "accepted tensors are finite");
     }
   }
+  const auto& burst = message->envelope.step_burst().steps();
+  fuzz::Check(message->burst_tensors.size() == static_cast<size_t>(burst.size()), "a tensor slot per burst step");
+  for (int i = 0; i < burst.size() && i < static_cast<int>(message->burst_tensors.size()); ++i) {
+    const std::optional<TensorFrame>& t = message->burst_tensors[static_cast<size_t>(i)];
+    fuzz::Check(t.has_value() == burst[i].has_tensor(), "a burst step's tensor frame iff it describes one");
+    if (!t) continue;
+    for (float v : DecodeTensorFrame(*t)) fuzz::Check(std::isfinite(v), "accepted tensors are finite");
+  }
   return 0;
 }

@@ -75,6 +75,14 @@ void WriteEnvelopeSeeds(const fs::path& dir) {
     const std::string tensor = Bytes(*m->tensor);
     Write(dir / ("valid-step-" + DtypeName(dtype)), fuzz::JoinEnvelopeInput(m->header, &tensor));
   }
+  {  // a burst of two steps, the second with hidden states (the input format holds one tensor frame)
+    v1::Envelope e = testing_samples::SampleEnvelopes().back();
+    const std::vector<float> x = Values(2 * 48);
+    WireResult<OutboundMessage> m =
+        EncodeBurst(e, {std::nullopt, *EncodeTensorFrame(v1::DTYPE_BF16, {2, 48}, x.data())});
+    const std::string tensor = Bytes(m->burst_tensors.at(0));
+    Write(dir / "valid-step_burst-bf16", fuzz::JoinEnvelopeInput(m->header, &tensor));
+  }
   // Near misses: wrong version, a non-finite tensor, a short tensor frame.
   v1::Envelope old = testing_samples::SampleEnvelopes()[2];
   old.set_protocol_version(kProtocolVersion + 1);

@@ -1,5 +1,6 @@
-// Whole messages (header + optional tensor frame): a Step with its tensor
-// round-trips; every reject path gives its code, is counted, and yields no
+// Whole messages (header + optional tensor frame, or a StepBurst's header and
+// its steps' frames): a Step with its tensor and a burst with its tensors
+// round-trip; every reject path gives its code, is counted, and yields no
 // message.
 #include "messages/message_codec.h"
 
@@ -28,7 +29,7 @@ v1::Envelope StepEnvelope() {
   return e;
 }
 
-TensorFrame Frame(v1::Dtype dtype, std::vector<int64_t> shape, float fill = 0.5f) {
+TensorFrame Frame(v1::Dtype dtype, const std::vector<int64_t>& shape, float fill = 0.5f) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   std::vector<float> x(static_cast<size_t>(n), fill);
@@ -41,7 +42,20 @@ TensorFrame Frame(v1::Dtype dtype, std::vector<int64_t> shape, float fill = 0.5f
 std::vector<FrameRef> Frames(const OutboundMessage& m) {
   std::vector<FrameRef> frames = {{m.header.data(), m.header.size(), nullptr}};
   if (m.tensor) frames.push_back({m.tensor->data, m.tensor->size, m.tensor->owner});
+  for (const TensorFrame& t : m.burst_tensors) frames.push_back({t.data, t.size, t.owner});
   return frames;
+}
+
+// A burst of `n` one-row steps of sessions 100, 101, ...
+v1::Envelope BurstEnvelope(int n) {
+  v1::Envelope e = NewEnvelope(9);
+  for (int i = 0; i < n; ++i) {
+    v1::Step* step = e.mutable_step_burst()->add_steps();
+    step->set_session_id(100 + static_cast<uint64_t>(i));
+    step->set_first_position(5);
+    step->set_token_count(1);
+  }
+  return e;
 }
 
 class MessageCodecTest : public ::testing::Test {
@@ -190,6 +204,89 @@ TEST_F(MessageCodecTest, DecodedTensorKeepsTheReceivedBufferAlive) {
   EXPECT_EQ(DecodeTensorFrame(*in->tensor)[3], 2.0f);
   in = WireError{};
   EXPECT_TRUE(watch.expired());
+}
+
+TEST_F(MessageCodecTest, BurstRoundTripsWithATensorForEachStepThatHasOne) {
+  // Steps 0 and 2 carry hidden states (different dtypes), step 1 none.
+  const TensorFrame first = Frame(v1::DTYPE_F32, {1, 8}, 1.5f);
+  const TensorFrame third = Frame(v1::DTYPE_BF16, {3, 8}, -2.0f);
+  WireResult<OutboundMessage> out = EncodeBurst(BurstEnvelope(3), {first, std::nullopt, third});
+  ASSERT_TRUE(out.ok()) << out.error().ToString();
+  ASSERT_EQ(out->burst_tensors.size(), 2u);
+  EXPECT_FALSE(out->tensor);
+  EXPECT_EQ(out->burst_tensors[1].data, third.data) << "the frames are passed on, not copied";
+
+  const std::vector<FrameRef> frames = Frames(*out);
+  ASSERT_EQ(frames.size(), 3u);
+  WireResult<InboundMessage> in = DecodeMessage(frames.data(), frames.size(), DecodeLimits(), &rejects_);
+  ASSERT_TRUE(in.ok()) << in.error().ToString();
+  EXPECT_EQ(in->envelope.protocol_version(), kProtocolVersion);
+  EXPECT_EQ(in->envelope.request_id(), 9u);
+  const v1::StepBurst& burst = in->envelope.step_burst();
+  ASSERT_EQ(burst.steps_size(), 3);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(burst.steps(i).session_id(), 100u + i);
+  EXPECT_TRUE(burst.steps(0).has_tensor());
+  EXPECT_FALSE(burst.steps(1).has_tensor());
+  EXPECT_EQ(burst.steps(2).tensor().dtype(), v1::DTYPE_BF16);
+  ASSERT_EQ(in->burst_tensors.size(), 3u);
+  ASSERT_TRUE(in->burst_tensors[0]);
+  EXPECT_FALSE(in->burst_tensors[1]);
+  ASSERT_TRUE(in->burst_tensors[2]);
+  EXPECT_EQ(in->burst_tensors[0]->shape, (std::vector<int64_t>{1, 8}));
+  EXPECT_EQ(in->burst_tensors[2]->shape, (std::vector<int64_t>{3, 8}));
+  EXPECT_EQ(in->burst_tensors[2]->data, third.data) << "decoding does not copy a tensor frame";
+  for (float v : DecodeTensorFrame(*in->burst_tensors[0])) ASSERT_EQ(v, 1.5f);
+  for (float v : DecodeTensorFrame(*in->burst_tensors[2])) ASSERT_EQ(v, -2.0f);
+  EXPECT_FALSE(in->tensor);
+  EXPECT_EQ(rejects_.Total(), 0u);
+}
+
+TEST_F(MessageCodecTest, BurstEncodeRefusesWhatItCannotSend) {
+  WireResult<OutboundMessage> mismatch = EncodeBurst(BurstEnvelope(2), {Frame(v1::DTYPE_F32, {1, 8})});
+  ASSERT_FALSE(mismatch.ok());
+  EXPECT_EQ(mismatch.error().code, v1::INTERNAL);
+  WireResult<OutboundMessage> not_burst = EncodeBurst(StepEnvelope(), {std::nullopt});
+  ASSERT_FALSE(not_burst.ok());
+  EXPECT_EQ(not_burst.error().code, v1::INTERNAL);
+  v1::Envelope no_steps = BurstEnvelope(0);
+  no_steps.mutable_step_burst();
+  WireResult<OutboundMessage> empty = EncodeBurst(no_steps, {});
+  ASSERT_FALSE(empty.ok());
+  EXPECT_EQ(empty.error().code, v1::BAD_REQUEST);
+  WireResult<OutboundMessage> huge =
+      EncodeBurst(BurstEnvelope(kMaxBurstSteps + 1), std::vector<std::optional<TensorFrame>>(kMaxBurstSteps + 1));
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.error().code, v1::BAD_REQUEST);
+  EXPECT_TRUE(EncodeBurst(BurstEnvelope(kMaxBurstSteps), std::vector<std::optional<TensorFrame>>(kMaxBurstSteps)).ok());
+}
+
+TEST_F(MessageCodecTest, BurstRejectsAreCounted) {
+  WireResult<OutboundMessage> out =
+      EncodeBurst(BurstEnvelope(2), {Frame(v1::DTYPE_F32, {1, 8}), Frame(v1::DTYPE_F32, {1, 8})});
+  ASSERT_TRUE(out.ok());
+  const std::vector<FrameRef> frames = Frames(*out);
+  ASSERT_EQ(frames.size(), 3u);
+  ExpectReject({frames[0], frames[1]}, v1::BAD_FRAMES);                        // a tensor missing
+  ExpectReject({frames[0], frames[1], frames[2], frames[2]}, v1::BAD_FRAMES);  // one too many
+
+  // One bad frame rejects the whole burst, naming its step.
+  std::vector<FrameRef> short_second = frames;
+  short_second[2].size -= 4;
+  ExpectReject(short_second, v1::BAD_TENSOR);
+  const WireResult<InboundMessage> r = DecodeMessage(short_second.data(), short_second.size(), DecodeLimits());
+  EXPECT_NE(r.error().text.find("step 1 of the burst"), std::string::npos) << r.error().text;
+  WireResult<OutboundMessage> nan =
+      EncodeBurst(BurstEnvelope(2), {Frame(v1::DTYPE_F32, {1, 8}), Frame(v1::DTYPE_F32, {1, 8}, std::nanf(""))});
+  ExpectReject(Frames(*nan), v1::NON_FINITE);
+
+  // No step, or more than kMaxBurstSteps (headers written by hand: EncodeBurst refuses them).
+  v1::Envelope empty = BurstEnvelope(0);
+  empty.mutable_step_burst();
+  const std::string empty_header = EncodeEnvelope(empty);
+  ExpectReject({{empty_header.data(), empty_header.size(), nullptr}}, v1::BAD_REQUEST);
+  const std::string huge_header = EncodeEnvelope(BurstEnvelope(kMaxBurstSteps + 1));
+  ExpectReject({{huge_header.data(), huge_header.size(), nullptr}}, v1::BAD_REQUEST);
+  ExpectReject(std::vector<FrameRef>(kMaxBurstSteps + 2, frames[1]), v1::BAD_FRAMES);  // too many frames to look at
 }
 
 }  // namespace

@@ -271,6 +271,19 @@ inline std::vector<v1::Envelope> SampleEnvelopes() {
     a->set_logprob(-0.5f);
     a->set_token_bytes(" of");
   }
+  {  // two sessions' steps of one batch, bound for the same shard
+    v1::StepBurst* b = next().mutable_step_burst();
+    for (uint64_t session : {42, 43}) {
+      v1::Step* m = b->add_steps();
+      m->set_session_id(session);
+      m->set_first_position(30);
+      m->set_token_count(1);
+      FillHop(m->mutable_hop(), "shard-1", v1::STAGE_SHARD, 15, 30);
+      FillHop(m->add_rest_of_route(), "head-0", v1::STAGE_LM_HEAD, 0, 0);
+      m->set_burst_id(0x5eed0001);
+      m->set_burst_size(2);
+    }
+  }
   return out;
 }
 

@@ -1,4 +1,5 @@
-// Every message type and every tensor encoding crosses a real process
+// Every message type and every tensor encoding (alone, and in one StepBurst)
+// crosses a real process
 // boundary: a forked child sends them over a ZeroMQ DEALER (transport/) to
 // this process's ROUTER on tcp://127.0.0.1 (OS-chosen port), and what arrives
 // decodes (messages/ DecodeMessage, full validation) to exactly what was sent.
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "messages/message_codec.h"
@@ -48,6 +50,20 @@ std::vector<OutboundMessage> AllMessages() {
     auto m = EncodeMessage(std::move(e), std::move(frame).value());
     if (m.ok()) out.push_back(std::move(m).value());
   }
+  // A burst: one step per encoding, with a step without a tensor between.
+  v1::Envelope burst = NewEnvelope(8);
+  std::vector<std::optional<TensorFrame>> frames;
+  for (v1::Dtype dt : kDtypes) {
+    for (bool with_tensor : {true, false}) {
+      v1::Step* step = burst.mutable_step_burst()->add_steps();
+      step->set_session_id(50 + static_cast<uint64_t>(frames.size()));
+      step->set_token_count(3);
+      frames.push_back(with_tensor ? std::optional<TensorFrame>(*EncodeTensorFrame(dt, {3, 576}, values.data()))
+                                   : std::nullopt);
+    }
+  }
+  auto m = EncodeBurst(std::move(burst), std::move(frames));
+  if (m.ok()) out.push_back(std::move(m).value());
   return out;
 }
 
@@ -71,6 +87,7 @@ TEST(WireAcrossProcesses, EveryMessageTypeAndTensorEncodingRoundTrips) {
         transport::Frames frames;
         frames.push_back(transport::CopyFrame(m.header));
         if (m.tensor) frames.push_back(transport::CopyFrame(m.tensor->data, m.tensor->size));
+        for (const TensorFrame& t : m.burst_tensors) frames.push_back(transport::CopyFrame(t.data, t.size));
         for (int attempt = 0;; ++attempt) {
           Status s = (*conn)->Send(frames);
           if (s.ok()) break;
@@ -110,6 +127,16 @@ TEST(WireAcrossProcesses, EveryMessageTypeAndTensorEncodingRoundTrips) {
       const std::vector<float> got = DecodeTensorFrame(*decoded->tensor);
       const std::vector<float> sent = DecodeTensorFrame(*want.tensor);
       EXPECT_EQ(got, sent) << "tensor bytes changed in transit";
+    }
+    std::vector<const TensorFrame*> got_burst;
+    for (const std::optional<TensorFrame>& t : decoded->burst_tensors) {
+      if (t) got_burst.push_back(&*t);
+    }
+    ASSERT_EQ(got_burst.size(), want.burst_tensors.size()) << "message " << received;
+    for (size_t i = 0; i < got_burst.size(); ++i) {
+      EXPECT_EQ(got_burst[i]->dtype, want.burst_tensors[i].dtype);
+      EXPECT_EQ(DecodeTensorFrame(*got_burst[i]), DecodeTensorFrame(want.burst_tensors[i]))
+          << "burst tensor " << i << " changed in transit";
     }
   }
   transport::Frames done;

@@ -1,7 +1,8 @@
 """Bursts (scheduling/burst_gate.h): the steps one batch sends on stay one
 batch at the next stage. K sessions released together decode in batches of
 about K at every shard and at the LM head — not in fragments that each read
-every weight again — and their sampled answers equal the same jobs run alone.
+every weight again — each batch's steps travel to the next node as one
+StepBurst message, and their sampled answers equal the same jobs run alone.
 
 Real processes: `troupe cluster up` (head + 2 shards, CURVE links), jobs from
 the Python SDK, batch sizes from the nodes' own counters (`troupe status`).
@@ -73,6 +74,10 @@ def test_concurrent_sessions_decode_as_one_batch_and_answer_as_alone():
             # bursts of 16 that is ~60 batches; alone or in pairs, 320 or more.
             assert rows / batches >= 3.0, (
                 f"{node}: {rows} rows in {batches} batches — the sessions did not stay one batch")
+            # Each batch of two or more sessions goes on as one StepBurst
+            # message (the head's: its embedding's, to shard-0).
+            bursts = after[node]["step_bursts_sent_total"] - before[node]["step_bursts_sent_total"]
+            assert bursts >= batches / 2, f"{node}: {bursts} StepBurst messages for {batches} batches"
         with Client.from_cluster(c.dir) as client:
             alone = [list(client.generate(PROMPTS[i], max_tokens=TOKENS, min_tokens=TOKENS, temperature=0.9,
                                           top_p=0.95, seed=seeds[i]).tokens) for i in range(SESSIONS)]

@@ -121,7 +121,7 @@ class Endpoint(_message.Message):
     def __init__(self, name: _Optional[str] = ..., address: _Optional[str] = ...) -> None: ...
 
 class Envelope(_message.Message):
-    __slots__ = ["console_query", "console_view", "coverage", "coverage_query", "error", "finish", "heartbeat", "job_attach", "job_cancel", "job_status", "job_status_query", "job_submit", "kept_session_close", "kept_session_closed", "kept_session_list", "kept_session_query", "metrics_query", "metrics_snapshot", "node_drain", "node_drain_status", "ping", "pong", "prompt_logprobs", "protocol_version", "registry_announce", "request_id", "session_close", "session_open", "session_opened", "step", "token"]
+    __slots__ = ["console_query", "console_view", "coverage", "coverage_query", "error", "finish", "heartbeat", "job_attach", "job_cancel", "job_status", "job_status_query", "job_submit", "kept_session_close", "kept_session_closed", "kept_session_list", "kept_session_query", "metrics_query", "metrics_snapshot", "node_drain", "node_drain_status", "ping", "pong", "prompt_logprobs", "protocol_version", "registry_announce", "request_id", "session_close", "session_open", "session_opened", "step", "step_burst", "token"]
     CONSOLE_QUERY_FIELD_NUMBER: _ClassVar[int]
     CONSOLE_VIEW_FIELD_NUMBER: _ClassVar[int]
     COVERAGE_FIELD_NUMBER: _ClassVar[int]
@@ -151,6 +151,7 @@ class Envelope(_message.Message):
     SESSION_CLOSE_FIELD_NUMBER: _ClassVar[int]
     SESSION_OPENED_FIELD_NUMBER: _ClassVar[int]
     SESSION_OPEN_FIELD_NUMBER: _ClassVar[int]
+    STEP_BURST_FIELD_NUMBER: _ClassVar[int]
     STEP_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
     console_query: ConsoleQuery
@@ -183,8 +184,9 @@ class Envelope(_message.Message):
     session_open: SessionOpen
     session_opened: SessionOpened
     step: Step
+    step_burst: StepBurst
     token: Token
-    def __init__(self, protocol_version: _Optional[int] = ..., request_id: _Optional[int] = ..., session_open: _Optional[_Union[SessionOpen, _Mapping]] = ..., session_opened: _Optional[_Union[SessionOpened, _Mapping]] = ..., session_close: _Optional[_Union[SessionClose, _Mapping]] = ..., step: _Optional[_Union[Step, _Mapping]] = ..., token: _Optional[_Union[Token, _Mapping]] = ..., finish: _Optional[_Union[Finish, _Mapping]] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., job_submit: _Optional[_Union[JobSubmit, _Mapping]] = ..., job_cancel: _Optional[_Union[JobCancel, _Mapping]] = ..., job_status_query: _Optional[_Union[JobStatusQuery, _Mapping]] = ..., job_status: _Optional[_Union[JobStatus, _Mapping]] = ..., registry_announce: _Optional[_Union[RegistryAnnounce, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., metrics_snapshot: _Optional[_Union[MetricsSnapshot, _Mapping]] = ..., metrics_query: _Optional[_Union[MetricsQuery, _Mapping]] = ..., kept_session_close: _Optional[_Union[KeptSessionClose, _Mapping]] = ..., kept_session_query: _Optional[_Union[KeptSessionQuery, _Mapping]] = ..., kept_session_list: _Optional[_Union[KeptSessionList, _Mapping]] = ..., kept_session_closed: _Optional[_Union[KeptSessionClosed, _Mapping]] = ..., prompt_logprobs: _Optional[_Union[PromptLogprobs, _Mapping]] = ..., job_attach: _Optional[_Union[JobAttach, _Mapping]] = ..., coverage_query: _Optional[_Union[CoverageQuery, _Mapping]] = ..., coverage: _Optional[_Union[Coverage, _Mapping]] = ..., ping: _Optional[_Union[Ping, _Mapping]] = ..., pong: _Optional[_Union[Pong, _Mapping]] = ..., node_drain: _Optional[_Union[NodeDrain, _Mapping]] = ..., node_drain_status: _Optional[_Union[NodeDrainStatus, _Mapping]] = ..., console_query: _Optional[_Union[ConsoleQuery, _Mapping]] = ..., console_view: _Optional[_Union[ConsoleView, _Mapping]] = ...) -> None: ...
+    def __init__(self, protocol_version: _Optional[int] = ..., request_id: _Optional[int] = ..., session_open: _Optional[_Union[SessionOpen, _Mapping]] = ..., session_opened: _Optional[_Union[SessionOpened, _Mapping]] = ..., session_close: _Optional[_Union[SessionClose, _Mapping]] = ..., step: _Optional[_Union[Step, _Mapping]] = ..., token: _Optional[_Union[Token, _Mapping]] = ..., finish: _Optional[_Union[Finish, _Mapping]] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., job_submit: _Optional[_Union[JobSubmit, _Mapping]] = ..., job_cancel: _Optional[_Union[JobCancel, _Mapping]] = ..., job_status_query: _Optional[_Union[JobStatusQuery, _Mapping]] = ..., job_status: _Optional[_Union[JobStatus, _Mapping]] = ..., registry_announce: _Optional[_Union[RegistryAnnounce, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., metrics_snapshot: _Optional[_Union[MetricsSnapshot, _Mapping]] = ..., metrics_query: _Optional[_Union[MetricsQuery, _Mapping]] = ..., kept_session_close: _Optional[_Union[KeptSessionClose, _Mapping]] = ..., kept_session_query: _Optional[_Union[KeptSessionQuery, _Mapping]] = ..., kept_session_list: _Optional[_Union[KeptSessionList, _Mapping]] = ..., kept_session_closed: _Optional[_Union[KeptSessionClosed, _Mapping]] = ..., prompt_logprobs: _Optional[_Union[PromptLogprobs, _Mapping]] = ..., job_attach: _Optional[_Union[JobAttach, _Mapping]] = ..., coverage_query: _Optional[_Union[CoverageQuery, _Mapping]] = ..., coverage: _Optional[_Union[Coverage, _Mapping]] = ..., ping: _Optional[_Union[Ping, _Mapping]] = ..., pong: _Optional[_Union[Pong, _Mapping]] = ..., node_drain: _Optional[_Union[NodeDrain, _Mapping]] = ..., node_drain_status: _Optional[_Union[NodeDrainStatus, _Mapping]] = ..., console_query: _Optional[_Union[ConsoleQuery, _Mapping]] = ..., console_view: _Optional[_Union[ConsoleView, _Mapping]] = ..., step_burst: _Optional[_Union[StepBurst, _Mapping]] = ...) -> None: ...
 
 class Error(_message.Message):
     __slots__ = ["code", "job_id", "node_id", "queue_depth", "retry_after_seconds", "retryable", "session_id", "text"]
@@ -685,6 +687,12 @@ class Step(_message.Message):
     token_count: int
     token_ids: _containers.RepeatedScalarFieldContainer[int]
     def __init__(self, session_id: _Optional[int] = ..., first_position: _Optional[int] = ..., token_count: _Optional[int] = ..., rest_of_route: _Optional[_Iterable[_Union[RouteHop, _Mapping]]] = ..., tensor: _Optional[_Union[TensorDesc, _Mapping]] = ..., token_ids: _Optional[_Iterable[int]] = ..., hop: _Optional[_Union[RouteHop, _Mapping]] = ..., parent_rows: _Optional[_Iterable[int]] = ..., all_logits: bool = ..., times: _Optional[_Iterable[_Union[HopTime, _Mapping]]] = ..., shadow_of: _Optional[int] = ..., hidden_digest: _Optional[int] = ..., burst_id: _Optional[int] = ..., burst_size: _Optional[int] = ...) -> None: ...
+
+class StepBurst(_message.Message):
+    __slots__ = ["steps"]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    steps: _containers.RepeatedCompositeFieldContainer[Step]
+    def __init__(self, steps: _Optional[_Iterable[_Union[Step, _Mapping]]] = ...) -> None: ...
 
 class TensorDesc(_message.Message):
     __slots__ = ["dtype", "shape"]
