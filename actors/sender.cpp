@@ -79,40 +79,32 @@ std::vector<Status> Sender::ForwardSteps(std::vector<v1::Step> steps, std::vecto
 }
 
 Status Sender::SendStep(v1::Step step, at::Tensor tensor) {
-  const std::string node = step.hop().node_id();
-  const std::string endpoint = step.hop().endpoint();
   v1::Envelope env = NewEnvelope();
   *env.mutable_step() = std::move(step);
-  if (node == ctx_->node_id) return Local(std::move(env), std::move(tensor));
-  if (ctx_->links->curve()) ctx_->links->LearnKey(node, env.step().hop().public_key());
-  const v1::Dtype encoding = env.step().hop().encoding();
-  TROUPE_ASSIGN_OR_RETURN(transport::LinkId link, ctx_->links->ConnectTo(node, endpoint));
-  WireResult<transport::Frames> frames = EncodeFrames(env, tensor, encoding);
-  if (!frames.ok() && encoding == v1::DTYPE_INT8_BLOCK32)
-    frames = EncodeFrames(std::move(env), tensor);  // e.g. a width not of 32s
-  if (!frames.ok()) return frames.error().ToStatus();
-  return Hand(node, link, std::move(*frames));
+  if (env.step().hop().node_id() == ctx_->node_id) return Local(std::move(env), std::move(tensor));
+  return ToHop(env.step().hop(), [&](v1::Dtype dtype) { return EncodeFrames(env, tensor, dtype); });
 }
 
 Status Sender::SendBurst(std::vector<v1::Step> steps, const std::vector<at::Tensor>& tensors) {
-  const v1::RouteHop hop = steps.front().hop();
-  if (ctx_->links->curve()) ctx_->links->LearnKey(hop.node_id(), hop.public_key());
-  TROUPE_ASSIGN_OR_RETURN(transport::LinkId link, ctx_->links->ConnectTo(hop.node_id(), hop.endpoint()));
   v1::Envelope env = NewEnvelope();
   for (v1::Step& s : steps) *env.mutable_step_burst()->add_steps() = std::move(s);
-  WireResult<transport::Frames> frames = EncodeBurstFrames(env, tensors, hop.encoding());
-  if (!frames.ok() && hop.encoding() == v1::DTYPE_INT8_BLOCK32)
-    frames = EncodeBurstFrames(std::move(env), tensors);  // e.g. a width not of 32s
-  if (!frames.ok()) return frames.error().ToStatus();
-  ctx_->counters.step_bursts_sent_total++;
-  return Hand(hop.node_id(), link, std::move(*frames));
+  Status st =
+      ToHop(env.step_burst().steps(0).hop(), [&](v1::Dtype dtype) { return EncodeBurstFrames(env, tensors, dtype); });
+  if (st.ok()) ctx_->counters.step_bursts_sent_total++;
+  return st;
 }
 
-Status Sender::Hand(const std::string& node, transport::LinkId link, transport::Frames frames) {
+Status Sender::ToHop(const v1::RouteHop& hop, const std::function<WireResult<transport::Frames>(v1::Dtype)>& encode) {
+  if (ctx_->links->curve()) ctx_->links->LearnKey(hop.node_id(), hop.public_key());
+  TROUPE_ASSIGN_OR_RETURN(transport::LinkId link, ctx_->links->ConnectTo(hop.node_id(), hop.endpoint()));
+  WireResult<transport::Frames> frames = encode(hop.encoding());
+  if (!frames.ok() && hop.encoding() == v1::DTYPE_INT8_BLOCK32)
+    frames = encode(v1::DTYPE_F32);  // e.g. a width not of 32s
+  if (!frames.ok()) return frames.error().ToStatus();
   uint64_t bytes = 0;
-  for (const zmq::message_t& f : frames) bytes += f.size();
-  ctx_->step_bytes.Add(node, bytes);
-  Status st = outbound_.Send(link, "", std::move(frames));
+  for (const zmq::message_t& f : *frames) bytes += f.size();
+  ctx_->step_bytes.Add(hop.node_id(), bytes);
+  Status st = outbound_.Send(link, "", std::move(*frames));
   if (!st.ok()) ctx_->counters.send_errors_total++;
   return st;
 }

@@ -15,6 +15,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -56,8 +57,9 @@ class Sender {
   Status SendStep(v1::Step step, at::Tensor tensor);
   // Sends steps whose hops name one other node as one StepBurst.
   Status SendBurst(std::vector<v1::Step> steps, const std::vector<at::Tensor>& tensors);
-  // Hands a step's (or burst's) frames for `node` to the loop, counting their bytes.
-  Status Hand(const std::string& node, transport::LinkId link, transport::Frames frames);
+  // Sends what `encode` makes, in the hop's encoding (f32 when that fails),
+  // to the hop's node, counting its bytes.
+  Status ToHop(const v1::RouteHop& hop, const std::function<WireResult<transport::Frames>(v1::Dtype)>& encode);
   Status Deliver(transport::LinkId link, const std::string& peer, v1::Envelope envelope, const at::Tensor& tensor);
   Status Local(v1::Envelope envelope, at::Tensor tensor);
   std::shared_ptr<NodeContext> ctx_;
