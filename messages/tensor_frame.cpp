@@ -63,12 +63,14 @@ WireResult<int64_t> ValidateTensorDesc(const v1::TensorDesc& desc, size_t frame_
   }
   const std::optional<size_t> encoded = too_big ? std::nullopt : EncodedBytes(desc.dtype(), numel);
   const size_t bytes = encoded.value_or(SIZE_MAX);
-  const std::string what = "tensor " + ShapeString(desc.shape()) + " " + DtypeName(desc.dtype());
+  // The text is made only for a rejection: every step's tensor passes here
+  // twice a hop, where a string stream costs more than the checks.
+  auto what = [&] { return "tensor " + ShapeString(desc.shape()) + " " + DtypeName(desc.dtype()); };
   if (!encoded || bytes > max_bytes) {
-    return WireError{v1::OVERSIZED, what + " exceeds the " + std::to_string(max_bytes) + "-byte tensor limit"};
+    return WireError{v1::OVERSIZED, what() + " exceeds the " + std::to_string(max_bytes) + "-byte tensor limit"};
   }
   if (bytes != frame_size) {
-    return BadTensor(what + " needs " + std::to_string(bytes) + " bytes, frame has " + std::to_string(frame_size));
+    return BadTensor(what() + " needs " + std::to_string(bytes) + " bytes, frame has " + std::to_string(frame_size));
   }
   return numel;
 }
