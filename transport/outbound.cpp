@@ -19,6 +19,15 @@ Status Outbound::Send(LinkId link, const std::string& peer, Frames frames) {
     ++queued_;
     return Status::Ok();
   }
+  if (loop_ != nullptr && loop_->OnLoopThread()) {  // the loop's own message: onto the link now
+    Status st = loop_->SendHere(link, peer, frames);
+    if (IsWouldBlock(st)) {
+      waiting.emplace_back(peer, std::move(frames));
+      ++queued_;
+      return Status::Ok();
+    }
+    return st;
+  }
   TROUPE_ASSIGN_OR_RETURN(Outbox * box, BoxFor(link));
   Status st = box->Send(peer, frames);
   if (IsWouldBlock(st)) {

@@ -1,7 +1,9 @@
 // Outbound: how one sender (an actor, or the bridge itself) hands messages to
 // the PollLoop — one Outbox per link, opened on first use, and a
 // queue per link for messages the loop could not take yet (backpressure), so
-// nothing is dropped and order per link is kept.
+// nothing is dropped and order per link is kept. On the loop's own thread a
+// message goes onto the link at once (PollLoop::SendHere), after what the
+// outboxes handed over.
 //
 // The owner calls Retry() while HasQueued() (an actor does it from a timer);
 // Send never blocks.

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <future>
+#include <limits>
 #include <sstream>
 #include <vector>
 
@@ -190,49 +191,76 @@ enum class ItemKind { kWake, kLink, kMonitor, kChannel };
 
 }  // namespace
 
+void PollLoop::Report(LinkId id, const std::string& peer, const Status& st) {
+  if (callbacks_.on_send_error) callbacks_.on_send_error(id, peer, st);
+}
+
+bool PollLoop::RetryParked(Slot& slot) {
+  Status st = slot.Send(slot.parked_peer, slot.parked_frames);
+  if (IsWouldBlock(st)) return false;
+  if (!st.ok()) Report(slot.id, slot.parked_peer, st);
+  slot.parked = false;
+  slot.parked_frames.clear();
+  return true;
+}
+
+void PollLoop::PumpChannel(Slot& slot, int limit) {
+  for (int n = 0; n < limit && !slot.parked; ++n) {
+    Result<Frames> got = ReceiveFrames(slot.channel, "outbox channel");
+    if (!got.ok()) return;
+    Frames& frames = *got;
+    std::string peer(FrameView(frames[0]));
+    Frames message;
+    message.reserve(frames.size() - 1);
+    for (size_t i = 1; i < frames.size(); ++i) message.push_back(std::move(frames[i]));
+    if (message.empty()) {
+      Report(slot.id, peer, Status::InvalidArgument("outbox: empty message"));
+      continue;
+    }
+    Status st = slot.Send(peer, message);
+    if (IsWouldBlock(st)) {
+      slot.parked = true;
+      slot.parked_peer = std::move(peer);
+      slot.parked_frames = std::move(message);
+    } else if (!st.ok()) {
+      Report(slot.id, peer, st);
+    }
+  }
+}
+
+Status PollLoop::SendHere(LinkId link, const std::string& peer, Frames& frames) {
+  auto what = [link] { return "link " + std::to_string(link); };  // made for a refusal only
+  if (!OnLoopThread() || state_ == nullptr) {
+    return Status::InvalidArgument("poll loop: SendHere on " + what() + " from another thread");
+  }
+  if (frames.empty()) return Status::InvalidArgument(what() + ": empty message");
+  auto it = state_->links.find(link);
+  if (it == state_->links.end()) return Status::NotFound(what() + " is closed");
+  Slot& slot = it->second;
+  // Whatever this link's outboxes handed over goes first, all of it.
+  if (slot.channel) PumpChannel(slot, std::numeric_limits<int>::max());
+  if (slot.parked) return Status::Unavailable(what() + " is backed up (backpressure); retry later");
+  Status st = slot.Send(peer, frames);
+  if (IsWouldBlock(st)) {
+    slot.parked = true;
+    slot.parked_peer = peer;
+    slot.parked_frames = std::move(frames);
+  } else if (!st.ok()) {
+    Report(slot.id, peer, st);
+  }
+  frames.clear();
+  return Status::Ok();
+}
+
 void PollLoop::Run() {
   NameThisThread("troupe-loop");
   State state;
+  state_ = &state;
+  loop_thread_.store(std::this_thread::get_id());
   Clock::time_point next_tick = Clock::now() + std::chrono::milliseconds(options_.tick_ms);
   std::vector<zmq_pollitem_t> items;
   std::vector<std::pair<ItemKind, Slot*>> refs;
 
-  auto report = [this](LinkId id, const std::string& peer, const Status& st) {
-    if (callbacks_.on_send_error) callbacks_.on_send_error(id, peer, st);
-  };
-  // Tries the parked message again; true when the link has room now.
-  auto retry_parked = [&](Slot& slot) {
-    Status st = slot.Send(slot.parked_peer, slot.parked_frames);
-    if (IsWouldBlock(st)) return false;
-    if (!st.ok()) report(slot.id, slot.parked_peer, st);
-    slot.parked = false;
-    slot.parked_frames.clear();
-    return true;
-  };
-  // Moves up to `batch` messages from the outboxes onto the link.
-  auto pump_channel = [&](Slot& slot) {
-    for (int n = 0; n < options_.batch && !slot.parked; ++n) {
-      Result<Frames> got = ReceiveFrames(slot.channel, "outbox channel");
-      if (!got.ok()) return;
-      Frames& frames = *got;
-      std::string peer(FrameView(frames[0]));
-      Frames message;
-      message.reserve(frames.size() - 1);
-      for (size_t i = 1; i < frames.size(); ++i) message.push_back(std::move(frames[i]));
-      if (message.empty()) {
-        report(slot.id, peer, Status::InvalidArgument("outbox: empty message"));
-        continue;
-      }
-      Status st = slot.Send(peer, message);
-      if (IsWouldBlock(st)) {
-        slot.parked = true;
-        slot.parked_peer = std::move(peer);
-        slot.parked_frames = std::move(message);
-      } else if (!st.ok()) {
-        report(slot.id, peer, st);
-      }
-    }
-  };
   auto receive = [&](Slot& slot) {
     for (int n = 0; n < options_.batch; ++n) {
       Inbound in;
@@ -297,7 +325,7 @@ void PollLoop::Run() {
       switch (refs[i].first) {
         case ItemKind::kLink:
           if (revents & ZMQ_POLLIN) receive(slot);
-          if (slot.parked && retry_parked(slot)) pump_channel(slot);
+          if (slot.parked && RetryParked(slot)) PumpChannel(slot, options_.batch);
           break;
         case ItemKind::kMonitor:
           if (revents & ZMQ_POLLIN) {
@@ -307,7 +335,7 @@ void PollLoop::Run() {
           }
           break;
         case ItemKind::kChannel:
-          if (revents & ZMQ_POLLIN) pump_channel(slot);
+          if (revents & ZMQ_POLLIN) PumpChannel(slot, options_.batch);
           break;
         case ItemKind::kWake: break;
       }
@@ -327,6 +355,8 @@ void PollLoop::Run() {
   }
   for (auto& op : ops) op(state);
   state.links.clear();
+  state_ = nullptr;
+  loop_thread_.store(std::thread::id());
   wake_recv_.close();
 }
 

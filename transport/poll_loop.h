@@ -16,6 +16,12 @@
 // would-block to the producing thread. Links do not block each other. Frames
 // travel through the inproc channel without a copy.
 //
+// The loop thread's own messages (what a callback sends: the bridge's
+// replies, a step a shard computed right there) skip the channel: an
+// Outbound on the loop thread calls SendHere, which first moves whatever the
+// link's outboxes already handed over onto the link, so order per sender is
+// kept, then sends on the link's socket at once (no second pass of the loop).
+//
 // Nothing is dropped silently: a message the loop cannot send (unroutable
 // peer, oversized frame, socket failure) is reported through on_send_error.
 // Messages still queued when a link is removed or the loop stops are dropped
@@ -99,6 +105,19 @@ class PollLoop {
   // unknown link, DeadlineExceeded if the loop does not answer within `timeout_ms`.
   Result<LinkCounters> Counters(LinkId link, int timeout_ms = 5000);
 
+  // True on the loop's own thread (in a callback, or code a callback calls).
+  bool OnLoopThread() const { return loop_thread_.load(std::memory_order_relaxed) == std::this_thread::get_id(); }
+
+  // On the loop thread only: sends `frames` to `peer` ("" for a connection)
+  // on `link` now, after every message the link's outboxes already handed
+  // over. OK when the link took it, or holds it until it has room (as a
+  // channel's message is held; frames consumed either way); would-block
+  // (kUnavailable) when a message already waits for room — retry later;
+  // NotFound for a removed link; InvalidArgument for an empty message or a
+  // call from another thread. Errors the socket reports go to on_send_error,
+  // as for a message from an outbox.
+  Status SendHere(LinkId link, const std::string& peer, Frames& frames);
+
  private:
   struct Slot;
   struct State;
@@ -107,14 +126,23 @@ class PollLoop {
   // Queues `op` for the loop thread and wakes it. False after Stop.
   bool Post(std::function<void(State&)> op);
   void Run();
+  // Loop thread: `peer`'s message failed (on_send_error).
+  void Report(LinkId id, const std::string& peer, const Status& st);
+  // Loop thread: tries the parked message again; true when the link had room.
+  bool RetryParked(Slot& slot);
+  // Loop thread: moves up to `limit` messages from the link's outboxes onto
+  // it, parking the first that finds no room.
+  void PumpChannel(Slot& slot, int limit);
   std::string ChannelEndpoint(LinkId link) const;
   std::shared_ptr<std::atomic<bool>> ClosedFlag(LinkId link);
 
   zmq::context_t& context_;
   const PollLoopCallbacks callbacks_;
   const PollLoopOptions options_;
-  std::string name_;         // unique prefix of this loop's inproc endpoints
-  zmq::socket_t wake_recv_;  // loop thread
+  std::string name_;                            // unique prefix of this loop's inproc endpoints
+  zmq::socket_t wake_recv_;                     // loop thread
+  State* state_ = nullptr;                      // loop thread: Run's own, while it runs
+  std::atomic<std::thread::id> loop_thread_{};  // set while Run runs
 
   std::mutex mu_;  // guards everything below
   zmq::socket_t wake_send_;

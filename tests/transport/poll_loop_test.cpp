@@ -1,8 +1,11 @@
 // PollLoop: producer threads hand messages to the loop thread through
 // outboxes; order is kept, backpressure reaches the producer, send failures
-// are reported, removal and stop are clean.
+// are reported, removal and stop are clean. The loop thread's own messages
+// (SendHere, and an Outbound there) go onto the link at once, behind what the
+// outboxes handed over.
 #include "transport/poll_loop.h"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -13,6 +16,7 @@
 
 #include "pipeline/thread_name.h"
 #include "tests/transport/step_messages.h"
+#include "transport/outbound.h"
 
 namespace troupe::transport {
 namespace {
@@ -279,6 +283,124 @@ TEST(PollLoop, StopDropsQueuedMessagesAndReleasesBuffers) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_TRUE(watch.expired());
+}
+
+// What a callback sends goes onto the link in the same pass, after what the
+// link's outboxes had already handed over: an outbox message sent in that
+// same callback (still in the channel) arrives first.
+TEST(PollLoop, LoopThreadSendsHereBehindItsOutboxes) {
+  zmq::context_t ctx;
+  auto l = Listener::Bind(ctx, "tcp://127.0.0.1:*", PlainSecurity());
+  ASSERT_TRUE(l.ok());
+  std::atomic<PollLoop*> loop_ptr{nullptr};
+  std::atomic<LinkId> link_id{0};
+  std::mutex mu;
+  std::vector<std::string> results;  // what the callback saw, in order
+  PollLoopCallbacks cb;
+  cb.on_message = [&](LinkId link, Inbound&& in) {
+    PollLoop* loop = loop_ptr.load();
+    std::lock_guard<std::mutex> lock(mu);
+    results.push_back("on loop thread: " + std::to_string(loop->OnLoopThread()));
+    auto outbox = loop->OpenOutbox(link);
+    Frames first = TextMessage("through the outbox");
+    results.push_back((*outbox)->Send("", first).ToString());
+    Frames second = TextMessage("here (" + MessageText(in.frames) + ")");
+    results.push_back(loop->SendHere(link, "", second).ToString());
+    Outbound outbound(loop);
+    results.push_back(outbound.Send(link, "", TextMessage("through an Outbound")).ToString());
+    results.push_back(outbound.HasQueued() ? "queued" : "not queued");
+    Frames none;
+    results.push_back(loop->SendHere(link, "", none).ToString());
+    Frames lost = TextMessage("x");
+    results.push_back(loop->SendHere(link + 100, "", lost).ToString());
+  };
+  auto loop = PollLoop::Start(ctx, cb);
+  ASSERT_TRUE(loop.ok());
+  loop_ptr = loop->get();
+  EXPECT_FALSE((*loop)->OnLoopThread());
+  Frames from_here = TextMessage("x");
+  EXPECT_EQ((*loop)->SendHere(1, "", from_here).code(), StatusCode::kInvalidArgument);  // not the loop's thread
+  auto c = Connection::Connect(ctx, (*l)->endpoint(), "node-a", PlainSecurity());
+  ASSERT_TRUE(c.ok());
+  auto link = (*loop)->AddConnection(std::move(*c));
+  ASSERT_TRUE(link.ok());
+  link_id = *link;
+  Frames hello = TextMessage("hello");
+  auto outbox = (*loop)->OpenOutbox(*link);
+  ASSERT_TRUE((*outbox)->Send("", hello).ok());  // the listener learns node-a's routing id
+  auto in = (*l)->Receive(5000);
+  ASSERT_TRUE(in.ok());
+  Frames go = TextMessage("go");
+  ASSERT_TRUE((*l)->Send("node-a", go).ok());
+  std::vector<std::string> got;
+  for (int i = 0; i < 3; ++i) {
+    auto m = (*l)->Receive(5000);
+    ASSERT_TRUE(m.ok()) << "message " << i;
+    got.push_back(MessageText(m->frames));
+  }
+  EXPECT_EQ(got, (std::vector<std::string>{"through the outbox", "here (go)", "through an Outbound"}));
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(results.size(), 7u);
+  EXPECT_EQ(results[0], "on loop thread: 1");
+  EXPECT_EQ(results[1], "OK");
+  EXPECT_EQ(results[2], "OK");
+  EXPECT_EQ(results[3], "OK");
+  EXPECT_EQ(results[4], "not queued");
+  EXPECT_NE(results[5].find("INVALID_ARGUMENT"), std::string::npos) << results[5];
+  EXPECT_NE(results[6].find("NOT_FOUND"), std::string::npos) << results[6];
+}
+
+// A link with no room: SendHere holds one message for it (as the loop holds
+// an outbox's), says would-block for the next, and the held one still goes
+// first, in order, once the receiver reads.
+TEST(PollLoop, SendHereOnAFullLinkHoldsOneAndPushesBack) {
+  zmq::context_t ctx;
+  LinkOptions small;
+  small.send_hwm = 8;
+  small.receive_hwm = 8;
+  small.kernel_buffer_bytes = 65536;
+  auto l = Listener::Bind(ctx, "tcp://127.0.0.1:*", PlainSecurity(), small);
+  ASSERT_TRUE(l.ok());
+  std::atomic<PollLoop*> loop_ptr{nullptr};
+  std::atomic<uint64_t> sent{0};
+  std::atomic<bool> pushed_back{false};
+  PollLoopCallbacks cb;
+  cb.on_message = [&](LinkId link, Inbound&&) {
+    PollLoop* loop = loop_ptr.load();
+    while (sent < 100000) {
+      Frames step = MakeStep(sent, kRowBf16Bytes);
+      Status st = loop->SendHere(link, "", step);
+      if (IsWouldBlock(st)) {
+        pushed_back = true;
+        return;
+      }
+      if (!st.ok()) return;
+      ++sent;
+    }
+  };
+  auto loop = PollLoop::Start(ctx, cb);
+  ASSERT_TRUE(loop.ok());
+  loop_ptr = loop->get();
+  auto c = Connection::Connect(ctx, (*l)->endpoint(), "node-a", PlainSecurity(), "", small);
+  ASSERT_TRUE(c.ok());
+  auto link = (*loop)->AddConnection(std::move(*c));
+  ASSERT_TRUE(link.ok());
+  auto outbox = (*loop)->OpenOutbox(*link);
+  Frames hello = TextMessage("hello");
+  ASSERT_TRUE((*outbox)->Send("", hello).ok());
+  auto first = (*l)->Receive(5000);
+  ASSERT_TRUE(first.ok());
+  Frames go = TextMessage("go");
+  ASSERT_TRUE((*l)->Send("node-a", go).ok());
+  for (int i = 0; i < 500 && !pushed_back; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(pushed_back) << "no backpressure after " << sent;
+  EXPECT_LT(sent.load(), 2000u);
+  for (uint64_t i = 0; i < sent; ++i) {
+    auto in = (*l)->Receive(10000);
+    ASSERT_TRUE(in.ok()) << "lost step " << i << " of " << sent;
+    Status check = CheckStep(in->frames, i, kRowBf16Bytes);
+    ASSERT_TRUE(check.ok()) << check.ToString();
+  }
 }
 
 }  // namespace
