@@ -82,24 +82,30 @@ Status Sender::SendStep(v1::Step step, at::Tensor tensor) {
   v1::Envelope env = NewEnvelope();
   *env.mutable_step() = std::move(step);
   if (env.step().hop().node_id() == ctx_->node_id) return Local(std::move(env), std::move(tensor));
-  return ToHop(env.step().hop(), [&](v1::Dtype dtype) { return EncodeFrames(env, tensor, dtype); });
+  const v1::RouteHop hop = env.step().hop();
+  return ToHop(hop, [&](v1::Dtype dtype, bool last) {
+    return last ? EncodeFrames(std::move(env), tensor, dtype) : EncodeFrames(env, tensor, dtype);
+  });
 }
 
 Status Sender::SendBurst(std::vector<v1::Step> steps, const std::vector<at::Tensor>& tensors) {
   v1::Envelope env = NewEnvelope();
   for (v1::Step& s : steps) *env.mutable_step_burst()->add_steps() = std::move(s);
-  Status st =
-      ToHop(env.step_burst().steps(0).hop(), [&](v1::Dtype dtype) { return EncodeBurstFrames(env, tensors, dtype); });
+  const v1::RouteHop hop = env.step_burst().steps(0).hop();
+  Status st = ToHop(hop, [&](v1::Dtype dtype, bool last) {
+    return last ? EncodeBurstFrames(std::move(env), tensors, dtype) : EncodeBurstFrames(env, tensors, dtype);
+  });
   if (st.ok()) ctx_->counters.step_bursts_sent_total++;
   return st;
 }
 
-Status Sender::ToHop(const v1::RouteHop& hop, const std::function<WireResult<transport::Frames>(v1::Dtype)>& encode) {
+Status Sender::ToHop(const v1::RouteHop& hop,
+                     const std::function<WireResult<transport::Frames>(v1::Dtype, bool)>& encode) {
   if (ctx_->links->curve()) ctx_->links->LearnKey(hop.node_id(), hop.public_key());
   TROUPE_ASSIGN_OR_RETURN(transport::LinkId link, ctx_->links->ConnectTo(hop.node_id(), hop.endpoint()));
-  WireResult<transport::Frames> frames = encode(hop.encoding());
-  if (!frames.ok() && hop.encoding() == v1::DTYPE_INT8_BLOCK32)
-    frames = encode(v1::DTYPE_F32);  // e.g. a width not of 32s
+  const bool int8 = hop.encoding() == v1::DTYPE_INT8_BLOCK32;
+  WireResult<transport::Frames> frames = encode(hop.encoding(), /*last=*/!int8);
+  if (!frames.ok() && int8) frames = encode(v1::DTYPE_F32, /*last=*/true);  // e.g. a width not of 32s
   if (!frames.ok()) return frames.error().ToStatus();
   uint64_t bytes = 0;
   for (const zmq::message_t& f : *frames) bytes += f.size();

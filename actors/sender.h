@@ -57,9 +57,11 @@ class Sender {
   Status SendStep(v1::Step step, at::Tensor tensor);
   // Sends steps whose hops name one other node as one StepBurst.
   Status SendBurst(std::vector<v1::Step> steps, const std::vector<at::Tensor>& tensors);
-  // Sends what `encode` makes, in the hop's encoding (f32 when that fails),
-  // to the hop's node, counting its bytes.
-  Status ToHop(const v1::RouteHop& hop, const std::function<WireResult<transport::Frames>(v1::Dtype)>& encode);
+  // Sends what `encode` makes, in the hop's encoding (f32 when int8 fails),
+  // to the hop's node, counting its bytes. `encode(dtype, last)`: `last`
+  // says no second try follows, so it may consume what it encodes (no copy
+  // of the step on the usual path). `hop` must not live in what it consumes.
+  Status ToHop(const v1::RouteHop& hop, const std::function<WireResult<transport::Frames>(v1::Dtype, bool)>& encode);
   Status Deliver(transport::LinkId link, const std::string& peer, v1::Envelope envelope, const at::Tensor& tensor);
   Status Local(v1::Envelope envelope, at::Tensor tensor);
   std::shared_ptr<NodeContext> ctx_;

@@ -12,10 +12,12 @@
 //  * Encode, otherwise: the tensor is brought to CPU fp32 contiguous and
 //    encoded into a new buffer owned by the frame.
 //  * Decode, zero-copy: an F32 frame with a non-null owner whose data is
-//    4-byte aligned (received ZeroMQ frames are 8-byte aligned) becomes a
-//    tensor over the frame's bytes that keeps the owner alive; writing to it
-//    writes into the owner's buffer.
-//  * Decode, otherwise: a new fp32 tensor (BF16, F16 and INT8 are expanded).
+//    4-byte aligned becomes a tensor over the frame's bytes that keeps the
+//    owner alive; writing to it writes into the owner's buffer. (A received
+//    ZeroMQ frame may sit at any offset of the receive buffer: CURVE frames
+//    seen on the ring mostly do not qualify.)
+//  * Decode, otherwise: a new fp32 tensor over a 64-byte aligned buffer of
+//    its own (BF16, F16 and INT8 are expanded).
 // Decoded tensors are fp32, on CPU, with the frame's shape.
 //
 // Errors: EncodeTensor — BAD_TENSOR for an undefined tensor, rank outside

@@ -141,7 +141,13 @@ TEST(TensorCodecTest, MisalignedOrBorrowedF32IsCopied) {
   WireResult<at::Tensor> t = DecodeTensor(desc, buffer->data() + 1, 64, buffer);
   ASSERT_TRUE(t.ok());
   EXPECT_NE(t->data_ptr(), static_cast<void*>(buffer->data() + 1));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t->data_ptr()) % 64, 0u) << "a copy of its own, 64-byte aligned";
   EXPECT_TRUE(at::equal(*t, h));
+  std::weak_ptr<std::vector<uint8_t>> watch = buffer;
+  buffer.reset();
+  EXPECT_TRUE(watch.expired()) << "the copy does not hold the frame";
+  t->mul_(2.0f);  // it owns its values: writable, and still the frame's values (doubled)
+  EXPECT_TRUE(at::equal(*t, h.mul(2.0)));
   WireResult<at::Tensor> borrowed = DecodeTensor(desc, h.data_ptr(), 64, nullptr);
   ASSERT_TRUE(borrowed.ok());
   EXPECT_NE(borrowed->data_ptr(), h.data_ptr());
