@@ -131,6 +131,7 @@ Status KernelDecoder::Forward(HiddenState& hidden, const std::vector<SessionRows
   // cos/sin per row, shared by every layer (sliding layers have their own).
   m.angles.resize(N * hd);
   if (m.rope_sliding) m.angles_sliding.resize(N * hd);
+  for (const SessionRows& sr : batch) sr.cache->ZeroAhead(sr.n_tokens);
   {
     int64_t r = 0;
     for (const SessionRows& sr : batch)

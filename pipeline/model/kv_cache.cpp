@@ -3,6 +3,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -95,6 +96,21 @@ Status KvCache::CopyPrefix(const KvCache& source, int64_t n) {
   }
   length_ = n;
   return Status::Ok();
+}
+
+void KvCache::ZeroAhead(int64_t n) {
+  if (host_ == nullptr) return;
+  const int64_t want = std::min(max_length_, (length_ + n + kZeroAhead - 1) / kZeroAhead * kZeroAhead);
+  const int64_t from = std::max(zeroed_, length_);  // [0, length) holds the session's positions
+  if (want <= from) return;
+  const size_t bytes = static_cast<size_t>((want - from) * shape_.head_dim) * sizeof(uint16_t);
+  for (int64_t layer = shape_.begin_layer; layer < shape_.end_layer; ++layer) {
+    for (int64_t h = 0; h < shape_.n_kv_heads; ++h) {
+      std::memset(keys(layer, h) + from * shape_.head_dim, 0, bytes);
+      std::memset(values(layer, h) + from * shape_.head_dim, 0, bytes);
+    }
+  }
+  zeroed_ = want;
 }
 
 uint16_t* KvCache::keys(int64_t layer, int64_t kv_head) {

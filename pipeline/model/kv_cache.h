@@ -5,7 +5,8 @@
 // the cache is created, and its memory is allocated then, so a node can
 // account for it against its cache budget. Positions [0, length) are filled;
 // a step appends `n` positions: Check(n) first, write keys/values at
-// [length, length + n) in every layer, then Commit(n).
+// [length, length + n) in every layer, then Commit(n). The fp16 kernels'
+// step calls ZeroAhead(n) before it writes or reads anything.
 //
 // Storage: one tensor of the shape's dtype on the shape's device, laid out
 // per layer and keys/values either head-major, [layers, 2, n_kv_heads,
@@ -66,6 +67,17 @@ class KvCache {
   // (the session outgrew the positions it reserved).
   Status Check(int64_t n) const;
   void Commit(int64_t n) { length_ += n; }
+  // Writes zeros into every row's positions past length and past the last
+  // ones zeroed, up to length + n rounded up to kZeroAhead (at most
+  // max_length); the session's positions are never touched. So a
+  // step's reads past its end (the attention kernels take keys and values
+  // 16 positions at a time) find zeros written by this process. A page
+  // first read would map the kernel's shared zero page, and the write that
+  // follows would then cost a copy-on-write fault and a TLB shootdown
+  // across the process's CPUs (an IPI: a VM exit on a virtual machine).
+  // host_f16() caches only; a no-op otherwise.
+  static constexpr int64_t kZeroAhead = 64;
+  void ZeroAhead(int64_t n);
   // Forgets positions from `length` on (used to replay a session).
   void Truncate(int64_t length) {
     if (length < length_) length_ = length;
@@ -99,6 +111,7 @@ class KvCache {
   KvCacheShape shape_;
   int64_t max_length_ = 0;
   int64_t length_ = 0;
+  int64_t zeroed_ = 0;  // positions [0, zeroed_) of every row were written (ZeroAhead)
   std::unique_ptr<at::Tensor> storage_;
   uint16_t* host_ = nullptr;  // storage_'s data when host_f16()
 };
