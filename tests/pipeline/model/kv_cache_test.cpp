@@ -73,8 +73,11 @@ TEST(KvCacheTest, ZeroAheadZeroesPastTheEndInBlocksAndKeepsThePositions) {
   c->ZeroAhead(120);  // 190 rounds up to 192; the end of the cache is 200
   EXPECT_EQ(Count(Rows(*c, 128, 192), 0), 64 * 8 * rows);
   EXPECT_EQ(Count(Rows(*c, 192, 200), 0x7777), 8 * 8 * rows);
-  c->ZeroAhead(130);  // 200: never past max_length (ASan checks the bound)
+  c->ZeroAhead(130);  // 256 is past the end: zeroes up to max_length, 200
   EXPECT_EQ(Count(Rows(*c, 192, 200), 0), 8 * 8 * rows);
+  // Rows lie end to end: zeros past a row's end would land on the next
+  // row's first positions, the session's.
+  EXPECT_EQ(Count(Rows(*c, 0, 70), 0x1234), 70 * 8 * rows);
 }
 
 // A copied prefix is the session's: zeroing ahead after CopyPrefix keeps it.
