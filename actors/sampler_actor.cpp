@@ -186,7 +186,8 @@ class SamplerActor : public StageActor {
     const uint32_t size = m.step.burst_size();
     if (burst == 0 || size < 2 || ctx_->config.burst_wait_ms <= 0) {
       OnLogits(m);
-      return FlushJoining();
+      FlushJoining();
+      return StreamTokens();
     }
     auto [it, fresh] = held_.try_emplace(burst);
     if (fresh) {
@@ -199,6 +200,13 @@ class SamplerActor : public StageActor {
     collecting_ = 0;
     if (++it->second.seen >= it->second.size) ReleaseBursts(/*all_late=*/false);
     FlushJoining();
+    StreamTokens();
+  }
+
+  // Sends the tokens OnLogits sampled to their clients, in order.
+  void StreamTokens() {
+    for (auto& [client, env] : tokens_to_stream_) Sent(sender_.Reply(client, std::move(env)));
+    tokens_to_stream_.clear();
   }
 
   // Sends the held steps of every complete burst (and, with `all_late`, of
@@ -267,6 +275,7 @@ class SamplerActor : public StageActor {
         joiner_.Sent(s.session_id(), node, now);
       }
       const std::vector<Status> sent = sender_.ForwardSteps(std::move(steps), std::vector<at::Tensor>(ids.size()));
+      StreamTokens();  // a session that fails below has its last token first, as before
       for (size_t i = 0; i < ids.size(); ++i) {
         if (!sent[i].ok()) Fail(ids[i], v1::UNAVAILABLE, "sampler cannot forward: " + sent[i].ToString());
       }
@@ -365,7 +374,14 @@ class SamplerActor : public StageActor {
           a->set_token_bytes(ctx_->tokenizer->TokenBytes(alt.id));
         }
       }
-      Sent(sender_.Reply(s.start.client, std::move(env)));
+      if (finished) {
+        Sent(sender_.Reply(s.start.client, std::move(env)));  // before the Finish
+      } else {
+        // After the next step has left (FlushJoining, then StreamTokens):
+        // the embedding, on this worker, would otherwise wait for the
+        // token's encoding and hand-off to the client.
+        tokens_to_stream_.emplace_back(s.start.client, std::move(env));
+      }
     }
     if (finished) return Finish(it);
     ScheduleRetry();
@@ -647,6 +663,9 @@ class SamplerActor : public StageActor {
   };
   std::map<std::string, Joining> joining_;
   scheduling::BurstJoiner joiner_;
+  // Sampled tokens for their clients, sent once the next steps have left
+  // (StreamTokens, at the end of the handler that sampled them).
+  std::vector<std::pair<Origin, v1::Envelope>> tokens_to_stream_;
 };
 
 }  // namespace

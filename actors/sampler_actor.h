@@ -6,10 +6,11 @@
 //                  client, route and limits)
 //   SessionDrop    from the scheduler: forget the session (cancel, failure)
 //   StepMessage    logits [1, vocab] of a session's last position: sample;
-//                  send Token to the client; unless finished, send the token
-//                  to the embedding (next step round the ring); when
-//                  finished, send Finish to the client and SessionDone to the
-//                  scheduler. Logits that came in a burst (the LM head's
+//                  unless finished, send the token to the embedding (next
+//                  step round the ring), then the Token to the client (the
+//                  next step is on the critical path, the client is not);
+//                  when finished, send the Token, then Finish to the client
+//                  and SessionDone to the scheduler. Logits that came in a burst (the LM head's
 //                  batch) hold their next steps until the burst's last
 //                  member is sampled; they then leave together, one burst
 //                  per first shard (burst_atom: burst_wait_ms at most).
