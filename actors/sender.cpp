@@ -82,8 +82,7 @@ Status Sender::SendStep(v1::Step step, at::Tensor tensor) {
   v1::Envelope env = NewEnvelope();
   *env.mutable_step() = std::move(step);
   if (env.step().hop().node_id() == ctx_->node_id) return Local(std::move(env), std::move(tensor));
-  const v1::RouteHop hop = env.step().hop();
-  return ToHop(hop, [&](v1::Dtype dtype, bool last) {
+  return ToHop(env.step().hop(), [&](v1::Dtype dtype, bool last) {
     return last ? EncodeFrames(std::move(env), tensor, dtype) : EncodeFrames(env, tensor, dtype);
   });
 }
@@ -91,8 +90,7 @@ Status Sender::SendStep(v1::Step step, at::Tensor tensor) {
 Status Sender::SendBurst(std::vector<v1::Step> steps, const std::vector<at::Tensor>& tensors) {
   v1::Envelope env = NewEnvelope();
   for (v1::Step& s : steps) *env.mutable_step_burst()->add_steps() = std::move(s);
-  const v1::RouteHop hop = env.step_burst().steps(0).hop();
-  Status st = ToHop(hop, [&](v1::Dtype dtype, bool last) {
+  Status st = ToHop(env.step_burst().steps(0).hop(), [&](v1::Dtype dtype, bool last) {
     return last ? EncodeBurstFrames(std::move(env), tensors, dtype) : EncodeBurstFrames(env, tensors, dtype);
   });
   if (st.ok()) ctx_->counters.step_bursts_sent_total++;
@@ -103,13 +101,17 @@ Status Sender::ToHop(const v1::RouteHop& hop,
                      const std::function<WireResult<transport::Frames>(v1::Dtype, bool)>& encode) {
   if (ctx_->links->curve()) ctx_->links->LearnKey(hop.node_id(), hop.public_key());
   TROUPE_ASSIGN_OR_RETURN(transport::LinkId link, ctx_->links->ConnectTo(hop.node_id(), hop.endpoint()));
-  const bool int8 = hop.encoding() == v1::DTYPE_INT8_BLOCK32;
-  WireResult<transport::Frames> frames = encode(hop.encoding(), /*last=*/!int8);
+  // `hop` may live in what a last encode consumes: nothing reads it after,
+  // hence a copy of its node id.
+  const std::string node = hop.node_id();  // NOLINT(performance-unnecessary-copy-initialization)
+  const v1::Dtype encoding = hop.encoding();
+  const bool int8 = encoding == v1::DTYPE_INT8_BLOCK32;
+  WireResult<transport::Frames> frames = encode(encoding, /*last=*/!int8);
   if (!frames.ok() && int8) frames = encode(v1::DTYPE_F32, /*last=*/true);  // e.g. a width not of 32s
   if (!frames.ok()) return frames.error().ToStatus();
   uint64_t bytes = 0;
   for (const zmq::message_t& f : *frames) bytes += f.size();
-  ctx_->step_bytes.Add(hop.node_id(), bytes);
+  ctx_->step_bytes.Add(node, bytes);
   Status st = outbound_.Send(link, "", std::move(*frames));
   if (!st.ok()) ctx_->counters.send_errors_total++;
   return st;

@@ -60,7 +60,8 @@ class Sender {
   // Sends what `encode` makes, in the hop's encoding (f32 when int8 fails),
   // to the hop's node, counting its bytes. `encode(dtype, last)`: `last`
   // says no second try follows, so it may consume what it encodes (no copy
-  // of the step on the usual path). `hop` must not live in what it consumes.
+  // of the step on the usual path); `hop` is read only before encoding, so
+  // it may live in what `encode` consumes.
   Status ToHop(const v1::RouteHop& hop, const std::function<WireResult<transport::Frames>(v1::Dtype, bool)>& encode);
   Status Deliver(transport::LinkId link, const std::string& peer, v1::Envelope envelope, const at::Tensor& tensor);
   Status Local(v1::Envelope envelope, at::Tensor tensor);

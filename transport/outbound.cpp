@@ -19,23 +19,20 @@ Status Outbound::Send(LinkId link, const std::string& peer, Frames frames) {
     ++queued_;
     return Status::Ok();
   }
-  if (loop_ != nullptr && loop_->OnLoopThread()) {  // the loop's own message: onto the link now
-    Status st = loop_->SendHere(link, peer, frames);
-    if (IsWouldBlock(st)) {
-      waiting.emplace_back(peer, std::move(frames));
-      ++queued_;
-      return Status::Ok();
-    }
-    return st;
+  const bool here = loop_ != nullptr && loop_->OnLoopThread();  // the loop's own message: onto the link now
+  Status st;
+  if (here) {
+    st = loop_->SendHere(link, peer, frames);
+  } else {
+    TROUPE_ASSIGN_OR_RETURN(Outbox * box, BoxFor(link));
+    st = box->Send(peer, frames);
   }
-  TROUPE_ASSIGN_OR_RETURN(Outbox * box, BoxFor(link));
-  Status st = box->Send(peer, frames);
   if (IsWouldBlock(st)) {
     waiting.emplace_back(peer, std::move(frames));
     ++queued_;
     return Status::Ok();
   }
-  if (!st.ok()) boxes_.erase(link);  // a closed link: open afresh if it comes back
+  if (!st.ok() && !here) boxes_.erase(link);  // a closed link: open afresh if it comes back
   return st;
 }
 

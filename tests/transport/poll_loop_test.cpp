@@ -78,6 +78,15 @@ Status SendRetrying(Outbox& outbox, const std::string& peer, Frames& frames) {
   return Status::DeadlineExceeded("still backed up");
 }
 
+// A link that fills after a few messages when its receiver does not read.
+LinkOptions SmallLink() {
+  LinkOptions small;
+  small.send_hwm = 8;
+  small.receive_hwm = 8;
+  small.kernel_buffer_bytes = 65536;
+  return small;
+}
+
 // The loop thread is named for whoever profiles the process (top -H, perf).
 TEST(PollLoop, ItsThreadIsNamedTroupeLoop) {
   const int before = CountThreadsNamed("troupe-loop");
@@ -177,10 +186,7 @@ TEST(PollLoop, ListenerLinkRepliesAndReportsUnroutable) {
 // bounded number of messages; once the receiver drains, all of them arrive.
 TEST(PollLoop, BackpressureReachesTheProducer) {
   zmq::context_t ctx;
-  LinkOptions small;
-  small.send_hwm = 8;
-  small.receive_hwm = 8;
-  small.kernel_buffer_bytes = 65536;
+  const LinkOptions small = SmallLink();
   auto l = Listener::Bind(ctx, "tcp://127.0.0.1:*", PlainSecurity(), small);
   ASSERT_TRUE(l.ok());
   Recorder rec;
@@ -355,10 +361,7 @@ TEST(PollLoop, LoopThreadSendsHereBehindItsOutboxes) {
 // first, in order, once the receiver reads.
 TEST(PollLoop, SendHereOnAFullLinkHoldsOneAndPushesBack) {
   zmq::context_t ctx;
-  LinkOptions small;
-  small.send_hwm = 8;
-  small.receive_hwm = 8;
-  small.kernel_buffer_bytes = 65536;
+  const LinkOptions small = SmallLink();
   auto l = Listener::Bind(ctx, "tcp://127.0.0.1:*", PlainSecurity(), small);
   ASSERT_TRUE(l.ok());
   std::atomic<PollLoop*> loop_ptr{nullptr};
