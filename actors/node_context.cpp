@@ -135,10 +135,19 @@ v1::Envelope Refuse(const NodeContext& ctx, v1::ErrorCode code, const std::strin
   return ErrorEnvelope(code, text, ctx.node_id, session_id, request.request_id());
 }
 
+// Sends `message` to `target` with no sender, as caf::anon_send does, but
+// scheduled on `here` (the worker running the caller's handler) when given.
+template <typename T>
+void Enqueue(const caf::actor& target, caf::execution_unit* here, T&& message) {
+  if (here == nullptr) return caf::anon_send(target, std::forward<T>(message));
+  caf::actor_cast<caf::abstract_actor*>(target)->eq_impl(caf::make_message_id(), nullptr, here,
+                                                         std::forward<T>(message));
+}
+
 }  // namespace
 
 std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& from, Received m, bool job_link,
-                                         bool on_loop) {
+                                         bool on_loop, caf::execution_unit* here) {
   v1::Envelope& env = m.envelope;
   const auto body = env.body_case();
   if (job_link) {
@@ -155,7 +164,7 @@ std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& f
               BodyName(env),
           env);
     }
-    caf::anon_send(ctx.scheduler, WireMessage{from, std::move(env)});
+    Enqueue(ctx.scheduler, here, WireMessage{from, std::move(env)});
     return std::nullopt;
   }
   if (body == v1::Envelope::kPing) {  // answered here, on the I/O thread: the round trip is the link's
@@ -199,7 +208,7 @@ std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& f
       if (on_loop && stage == v1::STAGE_SHARD && ctx.inline_shard && ctx.inline_shard->TryRun(step)) {
         return std::nullopt;  // computed and sent on, right here
       }
-      caf::anon_send(target, std::move(step));
+      Enqueue(target, here, std::move(step));
       // The stage computes on the pool's threads as soon as its actor runs:
       // wake them now, in parallel with the actor's worker.
       if (stage == v1::STAGE_SHARD || stage == v1::STAGE_LM_HEAD) ThreadPool::Global().Prewake();
@@ -236,7 +245,7 @@ std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& f
     if (body == v1::Envelope::kError) return std::nullopt;
     return Refuse(ctx, v1::UNAVAILABLE, "node '" + ctx.node_id + "' runs no " + what + " for " + BodyName(env), env);
   }
-  caf::anon_send(target, WireMessage{from, std::move(env)});
+  Enqueue(target, here, WireMessage{from, std::move(env)});
   return std::nullopt;
 }
 

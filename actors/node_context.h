@@ -213,7 +213,12 @@ v1::MetricsSnapshot NodeMetrics(const NodeContext& ctx);
 // Pong that answers a Ping; `job_link` restricts a client to job bodies.
 // `on_loop`: the caller is the poll loop's thread (the bridge), so a shard
 // step may run right here (InlineStage) instead of on the shard actor.
+// `here`: the CAF worker running the calling actor's handler (an actor's
+// Sender), or null. The local actor then runs on that worker once the
+// handler returns, as CAF's own send schedules it, instead of waking
+// another worker (anon_send): the LM head -> sampler -> embedding chain of
+// a head stays on one thread, each stage starting as the one before ends.
 std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& from, Received message, bool job_link,
-                                         bool on_loop = false);
+                                         bool on_loop = false, caf::execution_unit* here = nullptr);
 
 }  // namespace troupe::actors

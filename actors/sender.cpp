@@ -14,7 +14,8 @@ Sender::Sender(std::shared_ptr<NodeContext> ctx) : ctx_(std::move(ctx)), outboun
 
 Status Sender::Local(v1::Envelope envelope, at::Tensor tensor) {
   Received m{std::move(envelope), std::move(tensor)};
-  std::optional<v1::Envelope> refused = DeliverLocal(*ctx_, Origin{0, ctx_->node_id}, std::move(m), false);
+  std::optional<v1::Envelope> refused =
+      DeliverLocal(*ctx_, Origin{0, ctx_->node_id}, std::move(m), false, false, here_ ? here_() : nullptr);
   if (refused) return Status::NotFound(refused->error().text());
   return Status::Ok();
 }

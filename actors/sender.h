@@ -46,6 +46,12 @@ class Sender {
   // or — Origin{kJobBookLink} — a job's watchers, through the scheduler's job book).
   Status Reply(const Origin& to, v1::Envelope envelope);
 
+  // Where the owning actor's handler runs now (its CAF worker), or null
+  // while another thread runs its code: local sends are then scheduled on
+  // that worker (DeliverLocal's `here`). Unset: every local send wakes a
+  // worker of its own, as anon_send does.
+  void SetHere(std::function<caf::execution_unit*()> here) { here_ = std::move(here); }
+
   bool HasQueued() const { return outbound_.HasQueued(); }
   void Retry();
   void Close() { outbound_.Close(); }
@@ -66,6 +72,7 @@ class Sender {
   Status Deliver(transport::LinkId link, const std::string& peer, v1::Envelope envelope, const at::Tensor& tensor);
   Status Local(v1::Envelope envelope, at::Tensor tensor);
   std::shared_ptr<NodeContext> ctx_;
+  std::function<caf::execution_unit*()> here_;
   transport::Outbound outbound_;
 };
 

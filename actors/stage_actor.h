@@ -29,7 +29,11 @@ namespace troupe::actors {
 class StageActor : public caf::event_based_actor {
  public:
   StageActor(caf::actor_config& cfg, std::shared_ptr<NodeContext> ctx)
-      : caf::event_based_actor(cfg), ctx_(std::move(ctx)), sender_(ctx_), gate_(BurstWait(*ctx_)) {}
+      : caf::event_based_actor(cfg), ctx_(std::move(ctx)), sender_(ctx_), gate_(BurstWait(*ctx_)) {
+    // Local sends run the next stage on this worker once the handler
+    // returns; not while the poll loop's thread runs the handler's code.
+    sender_.SetHere([this] { return off_actor_ ? nullptr : context(); });
+  }
 
   void on_exit() override { sender_.Close(); }
 
