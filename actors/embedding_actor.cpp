@@ -3,6 +3,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <algorithm>
+#include <mutex>
 #include <vector>
 
 #include "actors/stage_actor.h"
@@ -10,28 +11,67 @@
 namespace troupe::actors {
 namespace {
 
+class EmbeddingActor;
+
+// The embedding's InlineStage (node_context.h). Every handler of the actor
+// runs holding `mu`; a sending stage's thread only ever try-locks it, so it
+// never waits for the actor, and the actor's state has one owner at a time.
+struct EmbeddingInline : InlineStage {
+  std::mutex mu;
+  EmbeddingActor* actor = nullptr;  // set by make_behavior, cleared by on_exit
+  bool TryRun(StepMessage& m) override;
+};
+
 class EmbeddingActor : public StageActor {
  public:
-  EmbeddingActor(caf::actor_config& cfg, std::shared_ptr<NodeContext> ctx) : StageActor(cfg, std::move(ctx)) {}
+  EmbeddingActor(caf::actor_config& cfg, std::shared_ptr<NodeContext> ctx, std::shared_ptr<EmbeddingInline> here)
+      : StageActor(cfg, std::move(ctx)), here_(std::move(here)) {}
 
   const char* name() const override { return "embedding"; }
 
   caf::behavior make_behavior() override {
+    {
+      std::lock_guard<std::mutex> lock(here_->mu);
+      here_->actor = this;
+    }
     return {
-        [this](StepMessage& m) { OnStep(m); },
-        [this](flush_atom) { RunHeld(); },
-        BurstHandler(),
-        StartHandler(),
-        RetryHandler(),
+        [this](StepMessage& m) { Locked([&] { OnStep(m); }); }, [this](flush_atom) { Locked([&] { RunHeld(); }); },
+        [this](burst_atom) { Locked([&] { OnBurst(); }); },     StartHandler(),
+        [this](retry_atom) { Locked([&] { OnRetry(); }); },
     };
   }
 
   void on_exit() override {
+    std::lock_guard<std::mutex> lock(here_->mu);
+    here_->actor = nullptr;
     StageActor::on_exit();
     pending_.clear();
   }
 
+  // EmbeddingInline::TryRun, with here_->mu held, on the sending stage's
+  // thread: a lone step (no burst, none held) while nothing waits to be
+  // resent, so the order of what this stage sends stays the actor's.
+  bool RunHere(StepMessage& m) {
+    if (m.step.burst_size() > 1 || gate_.held() > 0 || sender_.HasQueued()) return false;
+    off_actor_ = true;
+    struct OnActorAgain {
+      bool& off_actor;
+      ~OnActorAgain() { off_actor = false; }
+    } on_actor_again{off_actor_};
+    std::vector<StepMessage> one;
+    one.push_back(std::move(m));
+    Embed(one);
+    ctx_->counters.inline_steps_total++;
+    return true;
+  }
+
  private:
+  template <typename F>
+  void Locked(F&& f) {
+    std::lock_guard<std::mutex> lock(here_->mu);
+    f();
+  }
+
   void OnStep(StepMessage& m) {
     if (m.step.burst_size() <= 1 && gate_.held() == 0) {  // alone: at once
       std::vector<StepMessage> one;
@@ -135,13 +175,21 @@ class EmbeddingActor : public StageActor {
     return true;
   }
 
+  std::shared_ptr<EmbeddingInline> here_;
   std::vector<StepMessage> pending_;  // held behind gate_
 };
+
+bool EmbeddingInline::TryRun(StepMessage& m) {
+  std::unique_lock<std::mutex> lock(mu, std::try_to_lock);
+  return lock.owns_lock() && actor != nullptr && actor->RunHere(m);
+}
 
 }  // namespace
 
 caf::actor SpawnEmbedding(caf::actor_system& system, std::shared_ptr<NodeContext> ctx) {
-  return system.spawn<EmbeddingActor, caf::lazy_init>(std::move(ctx));
+  auto here = std::make_shared<EmbeddingInline>();
+  ctx->inline_embedding = here;
+  return system.spawn<EmbeddingActor, caf::lazy_init>(std::move(ctx), std::move(here));
 }
 
 }  // namespace troupe::actors

@@ -12,7 +12,11 @@
 // A step of a burst (Step.burst_size > 1: the sampler's batch) is held
 // until the rest of its burst is here (scheduling/burst_gate.h), so that
 // the burst's steps leave for their first shard as one StepBurst message; a
-// lone step is embedded and sent at once.
+// lone step is embedded and sent at once. A lone step from a local stage's
+// actor (the scheduler's prompt, the sampler's next step) is embedded and
+// sent on that actor's own thread when this actor is idle
+// (NodeContext::inline_embedding, an InlineStage), before the sender goes
+// on with the rest of its handler.
 //
 // A long prompt is sent as chunks of at most kPrefillChunk positions (as the
 // single-process engine does); every chunk but the last ends at the last

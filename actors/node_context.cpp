@@ -56,6 +56,7 @@ caf::actor NodeContext::StageActor(v1::Stage stage) const {
 void NodeContext::ClearActors() {
   scheduler = embedding_stage = shard = lm_head_stage = sampler = caf::actor();
   inline_shard.reset();
+  inline_embedding.reset();
 }
 
 v1::MetricsSnapshot NodeMetrics(const NodeContext& ctx) {
@@ -207,6 +208,10 @@ std::optional<v1::Envelope> DeliverLocal(const NodeContext& ctx, const Origin& f
       StepMessage step{from, env.request_id(), std::move(*env.mutable_step()), std::move(m.tensor), SteadyNs()};
       if (on_loop && stage == v1::STAGE_SHARD && ctx.inline_shard && ctx.inline_shard->TryRun(step)) {
         return std::nullopt;  // computed and sent on, right here
+      }
+      if (here != nullptr && stage == v1::STAGE_EMBEDDING && ctx.inline_embedding &&
+          ctx.inline_embedding->TryRun(step)) {
+        return std::nullopt;  // embedded and sent on by the calling actor's thread
       }
       Enqueue(target, here, std::move(step));
       // The stage computes on the pool's threads as soon as its actor runs:

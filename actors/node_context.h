@@ -43,7 +43,7 @@ namespace troupe::actors {
 struct NodeCounters {
   // Named as in `troupe status` and /metrics (troupe_<name>).
   std::atomic<uint64_t> steps_total{0};             // steps this node's stages ran
-  std::atomic<uint64_t> inline_steps_total{0};      // of them, run on the poll loop's thread (InlineStage)
+  std::atomic<uint64_t> inline_steps_total{0};      // of them, run on the thread that handed them over (InlineStage)
   std::atomic<uint64_t> step_bursts_sent_total{0};  // StepBurst messages sent: a batch's steps for one node in one
   std::atomic<uint64_t> tokens_generated_total{0};  // head: tokens its sampler produced
   std::atomic<uint64_t> batches_total{0};           // shard / LM head batches
@@ -126,15 +126,20 @@ v1::Envelope NodeAnnounce(const NodeContext& ctx);
 
 struct StepMessage;  // actors/local_messages.h
 
-// A stage that can run a step on the thread that received it (the poll
-// loop), which saves two thread hand-offs a hop: the actor's worker waking
-// for the step, and the loop waking for what the stage sends on. TryRun
-// takes `m` only when it can run it at once and alone — a quick stage, no
-// batch forming, the session ready for exactly this step — and then has
-// done all the actor would have (computed, sent on, counted); otherwise it
-// returns false, `m` untouched, and the step goes to the actor as usual.
-// It never waits for the actor: when the actor is busy, that is a false.
-// Called on the poll loop's thread only (DeliverLocal with `on_loop`).
+// A stage that can run a step on the thread that hands it over instead of
+// on its actor's. The shard's: on the poll loop that received the step,
+// which saves two thread hand-offs a hop (the actor's worker waking for the
+// step, and the loop waking for what the stage sends on). The embedding's:
+// on the worker of the local stage that sends it the step (the sampler's
+// next step, the scheduler's prompt), so that the step leaves before the
+// sender's own remaining work (the sampler's token to its client) and no
+// other worker wakes for it. TryRun takes `m` only when it can run it at once
+// and alone — a quick stage, no batch forming, the session ready for
+// exactly this step — and then has done all the actor would have
+// (computed, sent on, counted); otherwise it returns false, `m` untouched,
+// and the step goes to the actor as usual. It never waits for the actor:
+// when the actor is busy, that is a false. Called by DeliverLocal only:
+// the shard's with `on_loop`, the embedding's with `here`.
 class InlineStage {
  public:
   virtual ~InlineStage() = default;
@@ -193,6 +198,9 @@ struct NodeContext {
   caf::actor scheduler, embedding_stage, shard, lm_head_stage, sampler;
   // The shard's steps on the loop thread (set with `shard`, before links open).
   std::shared_ptr<InlineStage> inline_shard;
+  // The embedding's lone steps on the thread of the local stage that sends
+  // them (the sampler's or the scheduler's worker; set with `embedding_stage`).
+  std::shared_ptr<InlineStage> inline_embedding;
 
   // The local actor for `stage`, or an invalid handle when this node does not host it.
   caf::actor StageActor(v1::Stage stage) const;

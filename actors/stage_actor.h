@@ -76,6 +76,9 @@ class StageActor : public caf::event_based_actor {
       SessionFailed f;
       f.session_id = session_id;
       f.error = ErrorEnvelope(code, text, ctx_->node_id, session_id).error();
+      // Off the actor's thread, send() would queue on the actor's last
+      // worker without waking it.
+      if (off_actor_) return caf::anon_send(ctx_->scheduler, std::move(f));
       send(ctx_->scheduler, std::move(f));
       return;
     }

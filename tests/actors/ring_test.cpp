@@ -1,7 +1,8 @@
 // The whole ring in one process (a head and three shards over loopback TCP)
 // against the single-process engine: the same token ids, greedy and seeded;
 // CACHE_FULL for a job that does not fit while others go on; cache memory
-// back at zero afterwards; malformed input answered with an error.
+// back at zero afterwards; malformed input answered with an error; the
+// head's embedding runs a lone session's next steps on the sampler's thread.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -66,6 +67,16 @@ class RingTest : public ::testing::Test {
     EXPECT_EQ(shards, 4);  // head + 3 shards
     return total;
   }
+  // A counter of one node (the key "<node>/<name>" in the head's metrics).
+  static int64_t Counter(const std::string& node, const std::string& name) {
+    auto client = ring_->Client();
+    EXPECT_TRUE(client.ok());
+    auto m = (*client)->Metrics();
+    EXPECT_TRUE(m.ok()) << m.status().ToString();
+    auto it = m->counters().find(node + "/" + name);
+    EXPECT_TRUE(it != m->counters().end()) << node << "/" << name;
+    return it == m->counters().end() ? -1 : static_cast<int64_t>(it->second);
+  }
   static Engine* engine_;
   static LocalRing* ring_;
 };
@@ -81,6 +92,23 @@ TEST_F(RingTest, GreedyEqualsEngine) {
     ASSERT_TRUE(ring.ok()) << ring.status().ToString();
     EXPECT_EQ(*ring, EngineIds(*engine_, prompt, p)) << prompt;
   }
+}
+
+// The scheduler hands the head's embedding the session's prompt, the
+// sampler each next step (one per sampled token but the last). A lone
+// session's steps are embedded and sent on the sending actor's own thread
+// (the embedding's InlineStage): the embedding actor has nothing else to do
+// then, so it never holds its lock, and every one of the 1 + 11 is.
+TEST_F(RingTest, ALoneSessionsNextStepsAreEmbeddedOnTheSamplersThread) {
+  SamplingParams p;
+  p.max_tokens = 12;
+  p.min_tokens = 12;
+  const int64_t before = Counter("head", "inline_steps_total");
+  auto ring = ring_->Run("Tell me about the moon.", p);
+  ASSERT_TRUE(ring.ok()) << ring.status().ToString();
+  EXPECT_EQ(*ring, EngineIds(*engine_, "Tell me about the moon.", p));
+  ASSERT_EQ(ring->size(), 12u);
+  EXPECT_EQ(Counter("head", "inline_steps_total") - before, 12);
 }
 
 TEST_F(RingTest, SeededSamplingEqualsEngine) {
@@ -139,6 +167,7 @@ TEST_F(RingTest, ConcurrentJobsEqualEngine) {
   SamplingParams p;
   p.max_tokens = 16;
   std::vector<std::future<Result<std::vector<int32_t>>>> runs;
+  runs.reserve(prompts.size());
   for (const std::string& prompt : prompts) {
     runs.push_back(std::async(std::launch::async, [&, prompt] { return ring_->Run(prompt, p); }));
   }
