@@ -12,15 +12,7 @@ namespace troupe::actors {
 namespace {
 
 class EmbeddingActor;
-
-// The embedding's InlineStage (node_context.h). Every handler of the actor
-// runs holding `mu`; a sending stage's thread only ever try-locks it, so it
-// never waits for the actor, and the actor's state has one owner at a time.
-struct EmbeddingInline : InlineStage {
-  std::mutex mu;
-  EmbeddingActor* actor = nullptr;  // set by make_behavior, cleared by on_exit
-  bool TryRun(StepMessage& m) override;
-};
+using EmbeddingInline = ActorInline<EmbeddingActor>;  // its lone steps on the sending actor's thread
 
 class EmbeddingActor : public StageActor {
  public:
@@ -35,9 +27,11 @@ class EmbeddingActor : public StageActor {
       here_->actor = this;
     }
     return {
-        [this](StepMessage& m) { Locked([&] { OnStep(m); }); }, [this](flush_atom) { Locked([&] { RunHeld(); }); },
-        [this](burst_atom) { Locked([&] { OnBurst(); }); },     StartHandler(),
+        [this](StepMessage& m) { Locked([&] { OnStep(m); }); },
+        [this](flush_atom) { Locked([&] { RunHeld(); }); },
+        [this](burst_atom) { Locked([&] { OnBurst(); }); },
         [this](retry_atom) { Locked([&] { OnRetry(); }); },
+        StartHandler(),
     };
   }
 
@@ -53,14 +47,8 @@ class EmbeddingActor : public StageActor {
   // resent, so the order of what this stage sends stays the actor's.
   bool RunHere(StepMessage& m) {
     if (m.step.burst_size() > 1 || gate_.held() > 0 || sender_.HasQueued()) return false;
-    off_actor_ = true;
-    struct OnActorAgain {
-      bool& off_actor;
-      ~OnActorAgain() { off_actor = false; }
-    } on_actor_again{off_actor_};
-    std::vector<StepMessage> one;
-    one.push_back(std::move(m));
-    Embed(one);
+    const OffActor off_actor(*this);
+    OnStep(m);  // alone: embedded and sent at once
     ctx_->counters.inline_steps_total++;
     return true;
   }
@@ -178,11 +166,6 @@ class EmbeddingActor : public StageActor {
   std::shared_ptr<EmbeddingInline> here_;
   std::vector<StepMessage> pending_;  // held behind gate_
 };
-
-bool EmbeddingInline::TryRun(StepMessage& m) {
-  std::unique_lock<std::mutex> lock(mu, std::try_to_lock);
-  return lock.owns_lock() && actor != nullptr && actor->RunHere(m);
-}
 
 }  // namespace
 

@@ -47,15 +47,7 @@ struct ShardSession {
 };
 
 class ShardActor;
-
-// The shard's InlineStage (node_context.h). Every handler of the actor runs
-// holding `mu`; the loop thread only ever try-locks it, so it never waits
-// for the actor, and the actor's state has one owner at a time.
-struct ShardInline : InlineStage {
-  std::mutex mu;
-  ShardActor* actor = nullptr;  // set by make_behavior, cleared by on_exit
-  bool TryRun(StepMessage& m) override;
-};
+using ShardInline = ActorInline<ShardActor>;  // its steps on the poll loop's thread
 
 class ShardActor : public StageActor {
  public:
@@ -116,11 +108,7 @@ class ShardActor : public StageActor {
     KvCache& cache = *it->second.cache;
     if (s.first_position() != cache.length() || !cache.Check(1).ok()) return false;
     ThreadPool::Global().Prewake();  // the pool's workers wake while the first layer's norm runs
-    off_actor_ = true;
-    struct OnActorAgain {
-      bool& off_actor;
-      ~OnActorAgain() { off_actor = false; }
-    } on_actor_again{off_actor_};
+    const OffActor off_actor(*this);
     it->second.last_used = Clock::now();
     std::vector<StepMessage> batch;
     batch.push_back(std::move(m));
@@ -597,11 +585,6 @@ class ShardActor : public StageActor {
   uint64_t incarnation_ = kNoIncarnation;  // of the head whose sessions this shard holds
   std::deque<StepMessage> pending_;        // held behind gate_
 };
-
-bool ShardInline::TryRun(StepMessage& m) {
-  std::unique_lock<std::mutex> lock(mu, std::try_to_lock);
-  return lock.owns_lock() && actor != nullptr && actor->RunHere(m);
-}
 
 }  // namespace
 

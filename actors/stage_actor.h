@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <random>
 
 #include "actors/hop_timing.h"
@@ -25,6 +26,22 @@
 #include "scheduling/burst_gate.h"
 
 namespace troupe::actors {
+
+// The InlineStage (node_context.h) of a stage actor `A` whose steps another
+// thread may run: A::RunHere(m), called holding `mu`, runs `m` (true) or
+// leaves it to the actor (false). Every handler of A runs holding `mu`; the
+// other thread only ever try-locks it, so it never waits for the actor, and
+// the actor's state has one owner at a time. A sets `actor` in
+// make_behavior and clears it in on_exit, both under `mu`.
+template <typename A>
+struct ActorInline : InlineStage {
+  std::mutex mu;
+  A* actor = nullptr;
+  bool TryRun(StepMessage& m) override {
+    std::unique_lock<std::mutex> lock(mu, std::try_to_lock);
+    return lock.owns_lock() && actor != nullptr && actor->RunHere(m);
+  }
+};
 
 class StageActor : public caf::event_based_actor {
  public:
@@ -127,9 +144,21 @@ class StageActor : public caf::event_based_actor {
   Sender sender_;
   scheduling::BurstGate gate_;
   // True while another thread runs this actor's code under the actor's own
-  // lock (the shard's steps on the poll loop, InlineStage): Sent and
-  // ScheduleRetry then ask for a retry by message instead of a timer.
+  // lock (an InlineStage's step, RunHere): Sent and ScheduleRetry then ask
+  // for a retry by message instead of a timer, and local sends and failure
+  // reports go by anon_send.
   bool off_actor_ = false;
+  // Sets off_actor_ for its scope (RunHere's).
+  class OffActor {
+   public:
+    explicit OffActor(StageActor& a) : a_(a) { a_.off_actor_ = true; }
+    ~OffActor() { a_.off_actor_ = false; }
+    OffActor(const OffActor&) = delete;
+    OffActor& operator=(const OffActor&) = delete;
+
+   private:
+    StageActor& a_;
+  };
 
  private:
   bool retry_scheduled_ = false;
